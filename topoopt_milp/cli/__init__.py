@@ -1,0 +1,54 @@
+"""The ``topoopt-milp`` command line (click). Commands live in one module per area; this
+module holds the group and turns every user-input error into one line on stderr, exit 2."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from ..instance import InstanceError
+from ..registry import UnknownMethodError
+from ..result import SolutionError
+
+# Errors that are the user's input, not our bug: one line, exit code 2, no traceback.
+USER_ERRORS: tuple[type[Exception], ...] = (
+    InstanceError, SolutionError, UnknownMethodError, FileNotFoundError,
+)
+
+
+class UserError(click.ClickException):
+    exit_code = 2
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except USER_ERRORS as exc:
+            raise UserError(str(exc)) from None
+        except ValueError as exc:  # validation errors raised by library code name the field
+            raise UserError(str(exc)) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+@click.version_option(package_name="topoopt-milp")
+def main(verbose: int) -> None:
+    """Topology, link allocation and routing for direct-connect DNN training clusters.
+
+    Exact MILP (PuLP: HiGHS, CBC) and CP-SAT models next to TopoOpt's TotientPerms and
+    TopologyFinder heuristics. Units: bytes, seconds, Gbps. Run `topoopt-milp methods` to see
+    what can solve an instance."""
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _register() -> None:
+    # Imported for their side effect of adding commands to `main`; kept here so that
+    # `topoopt_milp.cli:main` is complete whichever module is imported first.
+    from . import core  # noqa: F401
+
+
+_register()

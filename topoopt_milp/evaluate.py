@@ -1,0 +1,145 @@
+"""The cost model of DESIGN.md section 2 and the lower bounds every result is compared with.
+
+Communication time (fluid, bandwidth-bound)::
+
+    load(a)  = sum over commodities c, paths P of c containing arc a:  bytes_c * fraction_P
+    cap(a)   = L[i, j] * B            (bytes/s, arc a = (i, j))
+    T_comm   = max_a load(a) / cap(a)  (+ max_hops * latency when the instance has a latency)
+
+``max_link_utilization`` is the congestion ``max_a load(a) / cap(a)`` itself: the number of
+seconds the busiest arc needs per iteration. For byte volumes it equals the bandwidth term of
+``T_comm``; for rate demands (SNDlib) it is the classic dimensionless utilisation.
+
+Lower bounds (no ``d``-port direct-connect topology beats them):
+
+* ideal switch: ``T_ideal = max_i max(out_i, in_i) / (d B)``;
+* Moore-type: a node has at most ``d (d-1)^(h-1)`` others at distance ``h``, so giving a
+  source's largest demands its nearest slots minimises its byte-hops; summing over sources and
+  dividing by the total arc capacity ``n d B`` bounds ``T_comm`` from below. (AllReduce ring
+  edges are counted at one hop and take no slot, which keeps the bound valid for any ring.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .instance import Instance
+from .topology import Routing, Topology
+
+
+def arc_loads(n: int, routing: Routing) -> np.ndarray:
+    """``n x n`` matrix of bytes carried by each directed arc."""
+    flat: list[int] = []
+    weights: list[float] = []
+    for c in routing.commodities:
+        for path, frac in c.paths:
+            hops = len(path) - 1
+            if hops <= 0:
+                continue
+            w = c.bytes * frac
+            flat.extend(path[k] * n + path[k + 1] for k in range(hops))
+            weights.extend([w] * hops)
+    if not flat:
+        return np.zeros((n, n))
+    return np.bincount(flat, weights=weights, minlength=n * n).reshape(n, n)
+
+
+def congestion(topology: Topology, loads: np.ndarray, link_bytes_per_s: float) -> float:
+    """``max_a load(a) / cap(a)``; infinite if any load sits on an arc without a link."""
+    cap = topology.links * link_bytes_per_s
+    used = loads > 0
+    if not used.any():
+        return 0.0
+    if (cap[used] <= 0).any():
+        return float("inf")
+    return float((loads[used] / cap[used]).max())
+
+
+def max_path_hops(routing: Routing) -> int:
+    return max((len(p) - 1 for c in routing.commodities for p, f in c.paths if f > 0), default=0)
+
+
+def comm_time(instance: Instance, topology: Topology, routing: Routing) -> float:
+    """``T_comm`` of a routing on a topology (bandwidth term plus optional latency term)."""
+    loads = arc_loads(instance.n, routing)
+    t = congestion(topology, loads, instance.link_bytes_per_s)
+    if instance.latency_us > 0:
+        t += max_path_hops(routing) * instance.latency_us * 1e-6
+    return t
+
+
+def iteration_time(instance: Instance, t_comm: float, overlap: bool = False) -> float:
+    """Compute plus communication, or their maximum under full overlap."""
+    return max(instance.compute_s, t_comm) if overlap else instance.compute_s + t_comm
+
+
+def ideal_switch_time(instance: Instance, per_server_gbps: float | None = None) -> float:
+    """``max_i max(out_i, in_i) / (per-server bandwidth)``; default bandwidth ``d * B``."""
+    gbps = instance.degree * instance.link_gbps if per_server_gbps is None else per_server_gbps
+    out, inn = instance.node_out_in_bytes()
+    return float(max(out.max(), inn.max()) / (gbps * 1.25e8))
+
+
+def moore_slots(n: int, d: int) -> np.ndarray:
+    """Hop distance of the ``k``-th nearest other node in the best case (Moore bound):
+    ``d`` nodes at 1 hop, ``d (d-1)`` at 2 hops, ... ; length ``n - 1``."""
+    slots = []
+    h, width = 1, d
+    while len(slots) < n - 1:
+        slots.extend([h] * width)
+        h += 1
+        width = width * (d - 1) if d > 1 else 0
+        if width == 0 and len(slots) < n - 1:
+            # d = 1: a matching reaches one node; the rest is unreachable in a 1-regular graph.
+            slots.extend([np.inf] * (n - 1 - len(slots)))
+    return np.array(slots[: n - 1], dtype=float)
+
+
+def moore_lower_bound(instance: Instance) -> float:
+    """Moore-type average-distance bound on ``T_comm`` (see module docstring)."""
+    n, d = instance.n, instance.degree
+    slots = moore_slots(n, d)
+    mp = instance.mp_matrix()
+    byte_hops = 0.0
+    for i in range(n):
+        row = np.sort(np.delete(mp[i], i))[::-1]
+        nz = row > 0
+        byte_hops += float((row[nz] * slots[nz]).sum())
+    byte_hops += instance.allreduce_bytes()  # ring edges: at least one hop each
+    return byte_hops / (n * d * instance.link_bytes_per_s)
+
+
+def lower_bound(instance: Instance) -> float:
+    """The best of the analytic lower bounds."""
+    return max(ideal_switch_time(instance), moore_lower_bound(instance))
+
+
+def avg_hops(routing: Routing) -> float:
+    """Traffic-weighted mean routed path length in hops."""
+    total = sum(c.bytes for c in routing.commodities)
+    if total == 0:
+        return 0.0
+    hop_bytes = sum(c.bytes * f * (len(p) - 1) for c in routing.commodities for p, f in c.paths)
+    return hop_bytes / total
+
+
+def evaluate(instance: Instance, topology: Topology, routing: Routing) -> dict[str, float]:
+    """All metrics of a (topology, routing) pair on an instance, as stored in solution files."""
+    loads = arc_loads(instance.n, routing)
+    congest = congestion(topology, loads, instance.link_bytes_per_s)
+    t_comm = congest
+    if instance.latency_us > 0:
+        t_comm += max_path_hops(routing) * instance.latency_us * 1e-6
+    ideal = ideal_switch_time(instance)
+    return {
+        "comm_time_s": t_comm,
+        "iteration_time_s": iteration_time(instance, t_comm),
+        "max_link_utilization": congest,
+        "diameter": topology.diameter(),
+        "avg_hops": avg_hops(routing),
+        "ideal_switch_time_s": ideal,
+        "moore_bound_s": moore_lower_bound(instance),
+        "lower_bound_s": lower_bound(instance),
+        "slowdown_vs_ideal": t_comm / ideal if ideal > 0 else float("nan"),
+        "ports_used_max": int(topology.degrees().max()),
+    }

@@ -1,0 +1,327 @@
+"""The frozen problem instance: a cluster plus one training iteration's traffic.
+
+An :class:`Instance` is what every method solves. It holds
+
+* the cluster: ``n`` servers with ``degree`` ports of ``link_gbps`` Gbps each (per direction),
+  whether the topology must be ``regular`` (every port used), an optional per-hop latency and
+  the number of GPUs per server;
+* the traffic of one iteration: AllReduce groups ``{members, bytes}`` (ring AllReduce, every
+  member sends ``2 (k-1)/k * bytes`` to its ring successor) and model-parallel demands
+  ``(src, dst, bytes)``;
+* ``compute_s``, the compute time of one iteration, a ``name`` and free-form ``meta``.
+
+Units follow DESIGN.md section 2: bytes, seconds, Gbps (1 Gbps = 1.25e8 bytes/s).
+
+The JSON interchange format is ``"format": "topoopt-instance/1"``. Every field is validated
+and an invalid file raises :class:`InstanceError` whose message names the offending field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+FORMAT = "topoopt-instance/1"
+BYTES_PER_GBPS = 1.25e8  # 1 Gbps = 1e9 bit/s = 1.25e8 byte/s
+
+_REQUIRED = ("format", "n", "degree", "link_gbps")
+_OPTIONAL = (
+    "name", "regular", "latency_us", "gpus_per_server", "allreduce", "mp", "compute_s", "meta",
+)
+
+
+class InstanceError(ValueError):
+    """An instance (or a file claiming to be one) is malformed; the message names the field."""
+
+
+@dataclass(frozen=True)
+class AllReduceGroup:
+    """A ring AllReduce of ``bytes`` bytes over ``members`` (distinct server ids, >= 2)."""
+
+    members: tuple[int, ...]
+    bytes: float
+
+    @property
+    def edge_bytes(self) -> float:
+        """Bytes each member sends to its ring successor: ``2 (k-1)/k * S``."""
+        k = len(self.members)
+        return 2.0 * (k - 1) / k * self.bytes
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A cluster and the traffic of one training iteration (immutable, validated)."""
+
+    n: int
+    degree: int
+    link_gbps: float
+    allreduce: tuple[AllReduceGroup, ...] = ()
+    mp: tuple[tuple[int, int, float], ...] = ()
+    regular: bool = True
+    latency_us: float = 0.0
+    gpus_per_server: int = 1
+    compute_s: float = 0.0
+    name: str = "instance"
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _validate(self)
+        object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
+
+    # -- derived quantities -------------------------------------------------------------
+    @property
+    def link_bytes_per_s(self) -> float:
+        """Capacity of one link in one direction, bytes/s."""
+        return self.link_gbps * BYTES_PER_GBPS
+
+    def mp_matrix(self) -> np.ndarray:
+        """Dense ``n x n`` matrix of model-parallel bytes (repeated pairs are summed)."""
+        m = np.zeros((self.n, self.n))
+        for s, t, b in self.mp:
+            m[s, t] += b
+        return m
+
+    def allreduce_bytes(self) -> float:
+        """Total bytes sent by all AllReduce ring edges, ``sum_g k_g * 2(k_g-1)/k_g * S_g``."""
+        return sum(len(g.members) * g.edge_bytes for g in self.allreduce)
+
+    def mp_bytes(self) -> float:
+        """Total model-parallel bytes."""
+        return float(sum(b for _, _, b in self.mp))
+
+    def total_bytes(self) -> float:
+        """All bytes injected into the network in one iteration."""
+        return self.allreduce_bytes() + self.mp_bytes()
+
+    def node_out_in_bytes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Bytes each server sends and receives (AllReduce members send and receive one ring
+        edge's volume regardless of the ring order)."""
+        out = np.zeros(self.n)
+        inn = np.zeros(self.n)
+        for s, t, b in self.mp:
+            out[s] += b
+            inn[t] += b
+        for g in self.allreduce:
+            idx = list(g.members)
+            out[idx] += g.edge_bytes
+            inn[idx] += g.edge_bytes
+        return out, inn
+
+    def scaled(self, bytes_factor: float = 1.0, gbps_factor: float = 1.0) -> Instance:
+        """The same instance with all volumes times ``bytes_factor`` and the link rate times
+        ``gbps_factor``; communication times scale by ``bytes_factor / gbps_factor``."""
+        return Instance.from_dict(
+            {
+                **self.to_dict(),
+                "link_gbps": self.link_gbps * gbps_factor,
+                "allreduce": [
+                    {"members": list(g.members), "bytes": g.bytes * bytes_factor}
+                    for g in self.allreduce
+                ],
+                "mp": [[s, t, b * bytes_factor] for s, t, b in self.mp],
+            }
+        )
+
+    # -- JSON ---------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The ``topoopt-instance/1`` JSON object."""
+        return {
+            "format": FORMAT,
+            "name": self.name,
+            "n": self.n,
+            "degree": self.degree,
+            "link_gbps": self.link_gbps,
+            "regular": self.regular,
+            "latency_us": self.latency_us,
+            "gpus_per_server": self.gpus_per_server,
+            "allreduce": [{"members": list(g.members), "bytes": g.bytes} for g in self.allreduce],
+            "mp": [[s, t, b] for s, t, b in self.mp],
+            "compute_s": self.compute_s,
+            "meta": dict(self.meta),
+        }
+
+    def content_hash(self) -> str:
+        """SHA-256 (first 16 hex digits) of the canonical JSON, excluding ``name`` and ``meta``,
+        so that two files with the same cluster and traffic hash alike."""
+        body = self.to_dict()
+        body.pop("name")
+        body.pop("meta")
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Instance:
+        """Build and validate an instance from its JSON object."""
+        if not isinstance(data, Mapping):
+            raise InstanceError("instance: expected a JSON object at the top level")
+        fmt = data.get("format")
+        if fmt != FORMAT:
+            raise InstanceError(f"format: expected {FORMAT!r}, got {fmt!r}")
+        unknown = sorted(set(data) - set(_REQUIRED) - set(_OPTIONAL))
+        if unknown:
+            raise InstanceError(f"{unknown[0]}: unknown field (known: {', '.join(_OPTIONAL)})")
+        for key in _REQUIRED:
+            if key not in data:
+                raise InstanceError(f"{key}: required field is missing")
+        groups = data.get("allreduce", [])
+        if not isinstance(groups, list):
+            raise InstanceError("allreduce: expected a list of {members, bytes} objects")
+        parsed_groups = []
+        for gi, g in enumerate(groups):
+            where = f"allreduce[{gi}]"
+            if not isinstance(g, Mapping):
+                raise InstanceError(f"{where}: expected an object with 'members' and 'bytes'")
+            extra = sorted(set(g) - {"members", "bytes"})
+            if extra:
+                raise InstanceError(f"{where}.{extra[0]}: unknown field")
+            for key in ("members", "bytes"):
+                if key not in g:
+                    raise InstanceError(f"{where}.{key}: required field is missing")
+            if not isinstance(g["members"], list):
+                raise InstanceError(f"{where}.members: expected a list of node ids")
+            members = tuple(_as_int(m, f"{where}.members") for m in g["members"])
+            parsed_groups.append(AllReduceGroup(members, _as_float(g["bytes"], f"{where}.bytes")))
+        demands = data.get("mp", [])
+        if not isinstance(demands, list):
+            raise InstanceError("mp: expected a list of [src, dst, bytes] triples")
+        parsed_mp = []
+        for k, row in enumerate(demands):
+            if not isinstance(row, list | tuple) or len(row) != 3:
+                raise InstanceError(f"mp[{k}]: expected [src, dst, bytes]")
+            parsed_mp.append(
+                (
+                    _as_int(row[0], f"mp[{k}][0] (src)"),
+                    _as_int(row[1], f"mp[{k}][1] (dst)"),
+                    _as_float(row[2], f"mp[{k}][2] (bytes)"),
+                )
+            )
+        meta = data.get("meta", {})
+        if not isinstance(meta, Mapping):
+            raise InstanceError("meta: expected a JSON object")
+        name = data.get("name", "instance")
+        if not isinstance(name, str):
+            raise InstanceError("name: expected a string")
+        regular = data.get("regular", True)
+        if not isinstance(regular, bool):
+            raise InstanceError("regular: expected true or false")
+        return cls(
+            n=_as_int(data["n"], "n"),
+            degree=_as_int(data["degree"], "degree"),
+            link_gbps=_as_float(data["link_gbps"], "link_gbps"),
+            allreduce=tuple(parsed_groups),
+            mp=tuple(parsed_mp),
+            regular=regular,
+            latency_us=_as_float(data.get("latency_us", 0.0), "latency_us"),
+            gpus_per_server=_as_int(data.get("gpus_per_server", 1), "gpus_per_server"),
+            compute_s=_as_float(data.get("compute_s", 0.0), "compute_s"),
+            name=name,
+            meta=meta,
+        )
+
+    def save(self, path: str | Path) -> None:
+        """Write the instance as indented JSON."""
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Instance:
+        """Read and validate an instance file; a non-JSON file is an :class:`InstanceError`."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except json.JSONDecodeError as exc:
+            raise InstanceError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        except OSError as exc:
+            raise InstanceError(f"{path}: cannot read ({exc.strerror})") from None
+        return cls.from_dict(data)
+
+
+def make_instance(
+    n: int,
+    degree: int,
+    link_gbps: float,
+    *,
+    allreduce: Iterable[tuple[Iterable[int], float]] = (),
+    mp: Iterable[tuple[int, int, float]] = (),
+    **kwargs: Any,
+) -> Instance:
+    """Convenience constructor from plain tuples: ``allreduce=[(members, bytes), ...]``."""
+    return Instance(
+        n=n,
+        degree=degree,
+        link_gbps=float(link_gbps),
+        allreduce=tuple(AllReduceGroup(tuple(int(m) for m in ms), float(b)) for ms, b in allreduce),
+        mp=tuple((int(s), int(t), float(b)) for s, t, b in mp),
+        **kwargs,
+    )
+
+
+# -- validation ---------------------------------------------------------------------------
+def _as_int(value: Any, where: str) -> int:
+    # bool is an int subclass in Python; a JSON true is never a node id or a count.
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise InstanceError(f"{where}: expected an integer, got {value!r}")
+    return int(value)
+
+
+def _as_float(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise InstanceError(f"{where}: expected a number, got {value!r}")
+    return float(value)
+
+
+def _finite_nonneg(value: float, where: str) -> None:
+    if math.isnan(value) or math.isinf(value):
+        raise InstanceError(f"{where}: must be finite, got {value}")
+    if value < 0:
+        raise InstanceError(f"{where}: must be non-negative, got {value}")
+
+
+def _validate(inst: Instance) -> None:
+    if isinstance(inst.n, bool) or not isinstance(inst.n, int) or inst.n < 2:
+        raise InstanceError(f"n: need at least 2 servers, got {inst.n!r}")
+    if isinstance(inst.degree, bool) or not isinstance(inst.degree, int) or inst.degree < 1:
+        raise InstanceError(f"degree: need at least 1 port per server, got {inst.degree!r}")
+    if inst.degree >= inst.n:
+        raise InstanceError(
+            f"degree: must be smaller than n (= {inst.n}); {inst.degree} ports would need "
+            "parallel links to the same neighbour"
+        )
+    _finite_nonneg(inst.link_gbps, "link_gbps")
+    if inst.link_gbps == 0:
+        raise InstanceError("link_gbps: must be positive")
+    _finite_nonneg(inst.latency_us, "latency_us")
+    _finite_nonneg(inst.compute_s, "compute_s")
+    if inst.gpus_per_server < 1:
+        raise InstanceError(f"gpus_per_server: must be at least 1, got {inst.gpus_per_server}")
+    if inst.regular and inst.n * inst.degree % 2:
+        raise InstanceError(
+            f"regular: no {inst.degree}-regular graph on n = {inst.n} servers exists "
+            "(n * degree is odd); set regular to false"
+        )
+    for gi, g in enumerate(inst.allreduce):
+        where = f"allreduce[{gi}]"
+        if len(g.members) < 2:
+            raise InstanceError(f"{where}.members: a group needs at least 2 members")
+        if len(set(g.members)) != len(g.members):
+            dup = next(m for m in g.members if g.members.count(m) > 1)
+            raise InstanceError(f"{where}.members: node {dup} is listed twice")
+        for m in g.members:
+            if not 0 <= m < inst.n:
+                raise InstanceError(f"{where}.members: node {m} is out of range 0..{inst.n - 1}")
+        _finite_nonneg(g.bytes, f"{where}.bytes")
+    for k, (s, t, b) in enumerate(inst.mp):
+        for pos, v in ((0, s), (1, t)):
+            if not 0 <= v < inst.n:
+                raise InstanceError(f"mp[{k}][{pos}]: node {v} is out of range 0..{inst.n - 1}")
+        if s == t:
+            raise InstanceError(f"mp[{k}]: self-demand {s} -> {t} is not network traffic")
+        _finite_nonneg(b, f"mp[{k}][2] (bytes)")

@@ -1,0 +1,239 @@
+"""Solve options, the one status vocabulary, solve results and the solution file.
+
+Every method (heuristic or exact) takes an :class:`Instance` and :class:`SolveOptions` and
+returns a :class:`SolveResult`. The solution file ``"format": "topoopt-solution/1"`` is written
+from a result plus the metrics computed by :mod:`topoopt_milp.evaluate`.
+
+Gap convention (as python-mip): ``gap = |objective - bound| / |objective|``; ``None`` when
+either is missing, ``0`` when both are zero.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .instance import Instance
+from .topology import Routing, Topology
+
+SOLUTION_FORMAT = "topoopt-solution/1"
+
+
+class SolutionError(ValueError):
+    """A solution file is malformed or does not belong to the instance."""
+
+
+class Status(str, enum.Enum):
+    """Outcome of a solve. Heuristics report ``FEASIBLE``."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    INFEASIBLE = "infeasible"
+    NO_SOLUTION = "no_solution"
+    ERROR = "error"
+
+    @property
+    def has_solution(self) -> bool:
+        return self in (Status.OPTIMAL, Status.FEASIBLE)
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """Everything a method may read. Methods ignore options that do not concern them.
+
+    Attributes mirror the ``solve`` command line of DESIGN.md section 7."""
+
+    seed: int = 0
+    time_limit: float | None = None
+    objective: str = "comm_time"  # comm_time | diameter | total_hops
+    candidates: str = "coprime"  # coprime | all
+    routing: str | None = None  # shortest | ecmp | coin-change | lp; None = method default
+    split: str = "proportional"  # proportional | all_ar
+    variant: str = "fractional"  # fractional | ksp | unsplittable
+    solver: str = "highs"  # highs | cbc (PuLP backends)
+    lp_algorithm: str = "ipm"  # simplex | ipm | pdlp (HiGHS)
+    threads: int = 1
+    mip_gap: float = 1e-6
+    k_paths: int = 4
+    topology: Topology | None = None  # fixed topology (route family)
+    warm_start: SolveResult | None = None
+    export: str | None = None  # write the model to this .mps / .lp path
+    faithful: bool = False  # keep the published artifact's quirks (TotientPerms)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def with_(self, **changes: Any) -> SolveOptions:
+        return replace(self, **changes)
+
+    def as_params(self) -> dict[str, Any]:
+        """JSON-serialisable parameters recorded in the solution file."""
+        return {
+            "time_limit": self.time_limit,
+            "objective": self.objective,
+            "candidates": self.candidates,
+            "routing": self.routing,
+            "split": self.split,
+            "variant": self.variant,
+            "solver": self.solver,
+            "lp_algorithm": self.lp_algorithm,
+            "threads": self.threads,
+            "mip_gap": self.mip_gap,
+            "k_paths": self.k_paths,
+            "faithful": self.faithful,
+            **self.extra,
+        }
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """What a method returns.
+
+    ``objective`` and ``bound`` are communication times in seconds (for ``--objective
+    diameter`` / ``total_hops`` they are in hops / byte-hops and ``objective_kind`` says so).
+    ``topology`` and ``routing`` are ``None`` only when no solution was found."""
+
+    method: str
+    status: Status
+    objective: float | None
+    bound: float | None
+    runtime_s: float
+    topology: Topology | None = None
+    routing: Routing | None = None
+    seed: int = 0
+    params: dict[str, Any] = field(default_factory=dict)
+    backend: str | None = None
+    backend_version: str | None = None
+    objective_kind: str = "comm_time"
+    scale: float | None = None  # CP-SAT: bytes per integer unit
+    message: str = ""
+
+    @property
+    def gap(self) -> float | None:
+        if self.objective is None or self.bound is None:
+            return None
+        if self.objective == 0:
+            return 0.0 if self.bound == 0 else math.inf
+        return abs(self.objective - self.bound) / abs(self.objective)
+
+    def summary(self) -> str:
+        obj = "-" if self.objective is None else f"{self.objective:.6g}"
+        bnd = "-" if self.bound is None else f"{self.bound:.6g}"
+        gap = "-" if self.gap is None else f"{100 * self.gap:.2f}%"
+        return (
+            f"{self.method:<18} {self.status.value:<11} obj={obj:<12} bound={bnd:<12} "
+            f"gap={gap:<8} time={self.runtime_s:.3f}s"
+        )
+
+    def with_(self, **changes: Any) -> SolveResult:
+        return replace(self, **changes)
+
+
+def versions() -> dict[str, str]:
+    """Versions of this package and of the solver libraries, for the solution file."""
+    from importlib import metadata
+
+    out = {}
+    for dist in ("topoopt-milp", "pulp", "highspy", "ortools", "networkx", "numpy"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def solution_dict(result: SolveResult, instance: Instance, metrics: dict | None) -> dict:
+    """The ``topoopt-solution/1`` JSON object of a result on ``instance``."""
+    topo = result.topology
+    return {
+        "format": SOLUTION_FORMAT,
+        "instance": {"name": instance.name, "hash": instance.content_hash()},
+        "method": result.method,
+        "params": result.params,
+        "seed": result.seed,
+        "status": result.status.value,
+        "objective": result.objective,
+        "objective_kind": result.objective_kind,
+        "bound": result.bound,
+        "gap": result.gap,
+        "runtime_s": result.runtime_s,
+        "backend": result.backend,
+        "backend_version": result.backend_version,
+        "scale": result.scale,
+        "message": result.message,
+        "versions": versions(),
+        "topology": None
+        if topo is None
+        else {
+            "n": topo.n,
+            "links": topo.link_list(),
+            "jumps": None if topo.jumps is None else list(topo.jumps),
+        },
+        "routing": None if result.routing is None else result.routing.to_dict(),
+        "metrics": metrics,
+    }
+
+
+def write_solution(path: str | Path, result: SolveResult, instance: Instance, metrics) -> None:
+    # Non-finite floats (an infinite diameter) are written as null, keeping the file valid JSON.
+    text = json.dumps(_finite(solution_dict(result, instance, metrics)), indent=1)
+    Path(path).write_text(text + "\n")
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def read_solution(path: str | Path) -> dict:
+    """Load a solution file as its JSON object, refusing unknown formats by name."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise SolutionError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except OSError as exc:
+        raise SolutionError(f"{path}: cannot read ({exc.strerror})") from None
+    if not isinstance(data, dict) or data.get("format") != SOLUTION_FORMAT:
+        got = data.get("format") if isinstance(data, dict) else None
+        raise SolutionError(f"format: expected {SOLUTION_FORMAT!r}, got {got!r}")
+    return data
+
+
+def result_from_solution(data: dict) -> SolveResult:
+    """Rebuild a :class:`SolveResult` from a solution JSON object (for warm starts and
+    ``--topology``)."""
+    topo = None
+    if data.get("topology") is not None:
+        t = data["topology"]
+        try:
+            topo = Topology.from_link_list(int(t["n"]), t["links"], t.get("jumps"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SolutionError(f"topology: {exc}") from None
+    routing = None if data.get("routing") is None else Routing.from_dict(data["routing"])
+    try:
+        status = Status(data["status"])
+    except (KeyError, ValueError):
+        raise SolutionError(f"status: unknown value {data.get('status')!r}") from None
+    return SolveResult(
+        method=str(data.get("method", "?")),
+        status=status,
+        objective=data.get("objective"),
+        bound=data.get("bound"),
+        runtime_s=float(data.get("runtime_s", 0.0)),
+        topology=topo,
+        routing=routing,
+        seed=int(data.get("seed", 0)),
+        params=dict(data.get("params", {})),
+        backend=data.get("backend"),
+        backend_version=data.get("backend_version"),
+        objective_kind=data.get("objective_kind", "comm_time"),
+        scale=data.get("scale"),
+        message=data.get("message", ""),
+    )

@@ -1,0 +1,214 @@
+"""Topologies (the link matrix ``L``) and routings (paths with split fractions).
+
+A :class:`Topology` is a symmetric non-negative integer matrix ``L`` with zero diagonal:
+``L[i, j]`` duplex links join servers ``i`` and ``j``, so arc ``(i, j)`` has capacity
+``L[i, j] * B``. Circulant topologies also carry their ring ``jumps``.
+
+A :class:`Routing` turns an instance's traffic into routed commodities. AllReduce groups are
+first given ring orders (:class:`Ring`, with a ``share`` of the group's volume; shares of one
+group sum to 1); every ring edge and every MP demand is then a :class:`Commodity` with paths
+and fractions summing to 1. :func:`commodities_for` is the single place that expands an
+instance plus ring orders into commodities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import networkx as nx
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
+
+from .instance import Instance
+
+Path = tuple[int, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Topology:
+    """A multigraph of duplex links as a symmetric integer matrix (read-only)."""
+
+    links: np.ndarray
+    jumps: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        L = np.array(self.links, dtype=np.int64)
+        if L.ndim != 2 or L.shape[0] != L.shape[1]:
+            raise ValueError(f"links: expected a square matrix, got shape {L.shape}")
+        if (L < 0).any():
+            raise ValueError("links: link counts must be non-negative")
+        if (L != L.T).any():
+            raise ValueError("links: the link matrix must be symmetric (links are duplex)")
+        if np.diag(L).any():
+            raise ValueError("links: self-loops are not allowed")
+        L.setflags(write=False)
+        object.__setattr__(self, "links", L)
+        if self.jumps is not None:
+            object.__setattr__(self, "jumps", tuple(int(p) for p in self.jumps))
+
+    # -- constructors -------------------------------------------------------------------
+    @classmethod
+    def from_link_list(cls, n: int, links: Iterable[Sequence[int]], jumps=None) -> Topology:
+        """From ``[[i, j, count], ...]`` (each unordered pair once; repeats add up)."""
+        L = np.zeros((n, n), dtype=np.int64)
+        for k, row in enumerate(links):
+            if len(row) != 3:
+                raise ValueError(f"links[{k}]: expected [i, j, count]")
+            i, j, c = (int(x) for x in row)
+            if not (0 <= i < n and 0 <= j < n):
+                raise ValueError(f"links[{k}]: node out of range 0..{n - 1}")
+            if i == j:
+                raise ValueError(f"links[{k}]: self-loop at node {i}")
+            L[i, j] += c
+            L[j, i] += c
+        return cls(L, jumps)
+
+    @classmethod
+    def circulant(cls, n: int, jumps: Iterable[int], multiplicity: int = 1) -> Topology:
+        """Union of bidirectional rings ``i -- i+p mod n`` for each jump ``p``.
+
+        A jump with ``2p == n`` pairs each node with one partner (a perfect matching) and uses
+        one port; every other jump uses two ports per node."""
+        jumps = tuple(int(p) % n for p in jumps)
+        L = np.zeros((n, n), dtype=np.int64)
+        idx = np.arange(n)
+        for p in jumps:
+            if p == 0:
+                raise ValueError("jumps: a jump of 0 (mod n) is a self-loop")
+            if 2 * p == n:
+                L[idx, (idx + p) % n] += multiplicity  # each pair hit once from each end
+            else:
+                L[idx, (idx + p) % n] += multiplicity
+                L[(idx + p) % n, idx] += multiplicity
+        return cls(L, jumps)
+
+    # -- views and metrics --------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        return self.links.shape[0]
+
+    def degrees(self) -> np.ndarray:
+        """Ports used per node, ``sum_j L[i, j]``."""
+        return self.links.sum(axis=1)
+
+    def link_list(self) -> list[list[int]]:
+        """``[[i, j, count], ...]`` with ``i < j``, sorted."""
+        i, j = np.nonzero(np.triu(self.links))
+        return [[int(a), int(b), int(self.links[a, b])] for a, b in zip(i, j, strict=True)]
+
+    def graph(self) -> nx.Graph:
+        """Simple undirected networkx graph; edge attribute ``count`` holds the multiplicity."""
+        g = nx.Graph()
+        g.add_nodes_from(range(self.n))
+        g.add_edges_from((i, j, {"count": c}) for i, j, c in self.link_list())
+        return g
+
+    @cached_property
+    def hop_distances(self) -> np.ndarray:
+        """All-pairs hop distances (``inf`` between disconnected nodes)."""
+        adj = csr_matrix((self.links > 0).astype(np.int8))
+        return shortest_path(adj, method="D", unweighted=True, directed=False)
+
+    def diameter(self) -> float:
+        """Largest hop distance (``inf`` if disconnected)."""
+        return float(self.hop_distances.max()) if self.n > 1 else 0.0
+
+    def is_connected(self) -> bool:
+        return bool(np.isfinite(self.hop_distances).all())
+
+    def with_jumps(self, jumps: Iterable[int] | None) -> Topology:
+        return Topology(self.links, None if jumps is None else tuple(jumps))
+
+
+@dataclass(frozen=True)
+class Ring:
+    """A ring order for AllReduce group ``group`` carrying ``share`` of its volume."""
+
+    group: int
+    order: tuple[int, ...]
+    share: float = 1.0
+
+
+@dataclass(frozen=True)
+class Commodity:
+    """A routed flow of ``bytes`` from ``src`` to ``dst``.
+
+    ``kind`` is ``"mp"`` or ``"ar"``; ``tag`` is the MP demand index or the AllReduce group
+    index. ``paths`` are node sequences from ``src`` to ``dst`` with split fractions."""
+
+    src: int
+    dst: int
+    bytes: float
+    kind: str
+    tag: int
+    paths: tuple[tuple[Path, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Routing:
+    """Ring orders for every AllReduce group plus every commodity's paths."""
+
+    rings: tuple[Ring, ...]
+    commodities: tuple[Commodity, ...]
+
+    def to_dict(self) -> dict:
+        return {
+            "rings": [
+                {"group": r.group, "order": list(r.order), "share": r.share} for r in self.rings
+            ],
+            "commodities": [
+                {
+                    "src": c.src,
+                    "dst": c.dst,
+                    "bytes": c.bytes,
+                    "kind": c.kind,
+                    "tag": c.tag,
+                    "paths": [{"nodes": list(p), "fraction": f} for p, f in c.paths],
+                }
+                for c in self.commodities
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Routing:
+        rings = tuple(
+            Ring(int(r["group"]), tuple(int(x) for x in r["order"]), float(r["share"]))
+            for r in data.get("rings", [])
+        )
+        comms = tuple(
+            Commodity(
+                int(c["src"]),
+                int(c["dst"]),
+                float(c["bytes"]),
+                str(c["kind"]),
+                int(c["tag"]),
+                tuple((tuple(int(x) for x in p["nodes"]), float(p["fraction"])) for p in c["paths"]),
+            )
+            for c in data.get("commodities", [])
+        )
+        return cls(rings, comms)
+
+
+def default_rings(instance: Instance) -> tuple[Ring, ...]:
+    """One ring per AllReduce group in the order its members are listed."""
+    return tuple(Ring(gi, tuple(g.members), 1.0) for gi, g in enumerate(instance.allreduce))
+
+
+def commodities_for(instance: Instance, rings: Sequence[Ring]) -> list[Commodity]:
+    """Unrouted commodities: every MP demand, then every ring edge of every ring.
+
+    A ring edge of ring ``r`` of group ``g`` carries ``share_r * 2(k-1)/k * S_g`` bytes.
+    Zero-byte demands are dropped (they load nothing and need no path)."""
+    out = [Commodity(s, t, b, "mp", k) for k, (s, t, b) in enumerate(instance.mp) if b > 0]
+    for r in rings:
+        vol = r.share * instance.allreduce[r.group].edge_bytes
+        if vol <= 0:
+            continue
+        k = len(r.order)
+        out.extend(
+            Commodity(r.order[i], r.order[(i + 1) % k], vol, "ar", r.group) for i in range(k)
+        )
+    return out
