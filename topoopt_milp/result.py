@@ -27,7 +27,7 @@ class SolutionError(ValueError):
     """A solution file is malformed or does not belong to the instance."""
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     """Outcome of a solve. Heuristics report ``FEASIBLE``."""
 
     OPTIMAL = "optimal"
