@@ -48,7 +48,8 @@ def main(verbose: int) -> None:
 def _register() -> None:
     # Imported for their side effect of adding commands to `main`; kept here so that
     # `topoopt_milp.cli:main` is complete whichever module is imported first.
-    from . import core  # noqa: F401
+    from . import core  # noqa: F401, I001 (one line per command module)
+    from . import generate  # noqa: F401
 
 
 _register()

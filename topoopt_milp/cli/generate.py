@@ -1,0 +1,86 @@
+"""`generate`: write a synthetic instance of a named traffic family."""
+
+from __future__ import annotations
+
+import click
+
+from .. import generators
+from ..instance import InstanceError
+from . import main
+
+_FAMILY_HELP = """Write a synthetic instance of FAMILY as topoopt-instance/1 JSON.
+
+\b
+Families (volumes in bytes per training iteration):
+  uniform      all-to-all: every ordered pair sends --bytes (default 1e7)
+  permutation  random derangement i -> pi(i), --bytes each (default 1e8), seeded
+  shift        i -> (i + --shift) mod n, --bytes each (default 1e8)
+  sparse       --pairs random MP pairs (default n) with log-uniform volumes in
+               --mp-bytes LOW HIGH, plus --groups random AllReduce groups
+               (--group-size members; default a random size) with volumes in
+               --ar-bytes LOW HIGH, seeded
+  dlrm         AllReduce of --dense-bytes over all servers plus the embedding
+               all-to-all of --tables tables on random servers, --emb-bytes per
+               table and pair, seeded
+
+Options that do not apply to FAMILY are rejected. Same arguments, same seed:
+byte-identical file.
+
+\b
+Example:
+  topoopt-milp generate dlrm --n 16 --degree 4 --gbps 100 --seed 1 --out dlrm16.json
+"""
+
+
+@main.command(help=_FAMILY_HELP)
+@click.argument("family", type=click.Choice(list(generators.FAMILIES)))
+@click.option("--n", "n", type=int, required=True, help="Number of servers.")
+@click.option("--degree", "-d", type=int, required=True, help="Optical ports per server.")
+@click.option("--gbps", type=float, default=generators.DEFAULT_GBPS, show_default=True,
+              help="Link rate per direction [Gbps].")
+@click.option("--seed", type=int, default=None,
+              help="Random seed (default 0 for random families; recorded in meta).")
+@click.option("--regular/--no-regular", default=True, show_default=True,
+              help="Require every port to be used (needs n * degree even).")
+@click.option("--compute-s", type=float, default=None,
+              help="Compute time per iteration [s] (default 0; dlrm 0.05).")
+@click.option("--name", default=None, help="Instance name (default: FAMILY-nN-dD-sSEED).")
+@click.option("--bytes", "bytes_", type=float, default=None,
+              help="uniform/permutation/shift: bytes per demand.")
+@click.option("--shift", type=int, default=None, help="shift: offset s (default 1).")
+@click.option("--pairs", type=int, default=None, help="sparse: number of MP pairs (default n).")
+@click.option("--groups", type=int, default=None, help="sparse: number of AllReduce groups (default 2).")
+@click.option("--group-size", type=int, default=None, help="sparse: members per AllReduce group.")
+@click.option("--mp-bytes", type=(float, float), default=None, metavar="LOW HIGH",
+              help="sparse: MP volume range (default 1e5 1e9).")
+@click.option("--ar-bytes", type=(float, float), default=None, metavar="LOW HIGH",
+              help="sparse: AllReduce volume range (default 1e7 1e10).")
+@click.option("--dense-bytes", type=float, default=None,
+              help="dlrm: dense-gradient AllReduce bytes (default 1.2e9).")
+@click.option("--emb-bytes", type=float, default=None,
+              help="dlrm: embedding bytes per table and server pair (default 3.1e7).")
+@click.option("--tables", type=int, default=None, help="dlrm: embedding tables (default n).")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
+              help="Where to write the instance JSON.")
+def generate(family, n, degree, gbps, seed, regular, compute_s, name, bytes_, shift, pairs,
+             groups, group_size, mp_bytes, ar_bytes, dense_bytes, emb_bytes, tables, out) -> None:
+    given = {
+        "seed": seed, "compute_s": compute_s, "bytes": bytes_, "shift": shift, "pairs": pairs,
+        "groups": groups, "group_size": group_size, "mp_bytes": mp_bytes, "ar_bytes": ar_bytes,
+        "dense_bytes": dense_bytes, "emb_bytes": emb_bytes, "tables": tables,
+    }
+    options = {k: v for k, v in given.items() if v is not None}
+    allowed = generators.family_options(family)
+    for key in options:
+        if key not in allowed:
+            flag = "--" + key.replace("_", "-")
+            raise InstanceError(f"{flag}: not an option of family {family!r}")
+    instance = generators.generate(family, n, degree, gbps, regular=regular, **options)
+    if name is not None:
+        instance = instance.from_dict({**instance.to_dict(), "name": name})
+    instance.save(out)
+    click.echo(
+        f"wrote {out}: {instance.name}, n = {instance.n}, d = {instance.degree}, "
+        f"{len(instance.mp)} MP demands, {len(instance.allreduce)} AllReduce groups, "
+        f"{instance.total_bytes():.4g} bytes"
+    )
