@@ -1,0 +1,349 @@
+"""Solve a PuLP model with HiGHS (through highspy) or CBC, with honest status and bound.
+
+PuLP 3.3.2 reports "Optimal" for runs stopped by a time limit and returns no dual bound
+(DESIGN.md section 8), so this backend never trusts PuLP's status:
+
+* **HiGHS** -- the PuLP model is converted to arrays (:class:`MatrixModel`) and passed to
+  ``highspy`` directly; status, objective and ``mip_dual_bound`` come from HiGHS itself.
+  Formulations that build large LPs may skip PuLP and call :func:`solve_matrix` with arrays.
+* **CBC** -- PuLP's ``PULP_CBC_CMD`` runs the bundled CBC binary with its log redirected to a
+  temporary file; the log's ``Result - ...``, ``Objective value`` and ``Lower bound`` lines
+  decide status and bound.
+
+The mapping from each solver's statuses to :class:`~topoopt_milp.result.Status` lives in
+:func:`_highs_status` and :func:`_cbc_status` and nowhere else. Objective and bound are in
+*model units*; the formulation converts them (e.g. to seconds).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+import highspy
+import numpy as np
+import pulp
+from scipy.sparse import coo_matrix, csc_matrix
+
+from ..result import SolveOptions, Status
+
+log = logging.getLogger(__name__)
+
+LP_ALGORITHMS = {"simplex": "simplex", "ipm": "ipm", "pdlp": "pdlp"}
+
+
+@dataclass(frozen=True)
+class BackendOutcome:
+    """What a backend hands back to a formulation (model units, not seconds)."""
+
+    status: Status
+    objective: float | None
+    bound: float | None
+    runtime_s: float
+    backend: str
+    version: str
+    values: dict[str, float]
+    message: str = ""
+
+
+@dataclass
+class MatrixModel:
+    """A linear (mixed-integer) model in arrays: ``min/max c x + offset`` subject to
+    ``row_lower <= A x <= row_upper``, ``col_lower <= x <= col_upper``, ``x_j`` integer where
+    ``integer[j]``. ``names[j]`` keys the returned values."""
+
+    A: csc_matrix
+    cost: np.ndarray
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    integer: np.ndarray
+    names: list[str]
+    row_names: list[str] = field(default_factory=list)
+    offset: float = 0.0
+    maximize: bool = False
+
+    @property
+    def is_mip(self) -> bool:
+        return bool(self.integer.any())
+
+
+# -- PuLP -> arrays ------------------------------------------------------------------------
+def pulp_to_matrix(problem: pulp.LpProblem) -> MatrixModel:
+    """Arrays of a PuLP model (variables in ``problem.variables()`` order)."""
+    variables = problem.variables()
+    index = {v.name: j for j, v in enumerate(variables)}
+    rows, cols, vals = [], [], []
+    lo, up, rnames = [], [], []
+    for r, (name, con) in enumerate(problem.constraints.items()):
+        for v, a in con.items():
+            rows.append(r)
+            cols.append(index[v.name])
+            vals.append(float(a))
+        rhs = -float(con.constant)
+        if con.sense == pulp.LpConstraintLE:
+            lo.append(-math.inf), up.append(rhs)
+        elif con.sense == pulp.LpConstraintGE:
+            lo.append(rhs), up.append(math.inf)
+        else:
+            lo.append(rhs), up.append(rhs)
+        rnames.append(name)
+    m, n = len(lo), len(variables)
+    A = coo_matrix((vals, (rows, cols)), shape=(m, n)).tocsc()
+    cost = np.zeros(n)
+    offset = 0.0
+    if problem.objective is not None:
+        for v, a in problem.objective.items():
+            cost[index[v.name]] += float(a)
+        offset = float(problem.objective.constant)
+    return MatrixModel(
+        A=A,
+        cost=cost,
+        col_lower=np.array([-math.inf if v.lowBound is None else v.lowBound for v in variables],
+                           dtype=float),
+        col_upper=np.array([math.inf if v.upBound is None else v.upBound for v in variables],
+                           dtype=float),
+        row_lower=np.array(lo, dtype=float),
+        row_upper=np.array(up, dtype=float),
+        integer=np.array([v.cat == pulp.LpInteger for v in variables], dtype=bool),
+        names=[v.name for v in variables],
+        row_names=rnames,
+        offset=offset,
+        maximize=problem.sense == pulp.LpMaximize,
+    )
+
+
+# -- entry points --------------------------------------------------------------------------
+def solve_pulp(
+    problem: pulp.LpProblem, options: SolveOptions, warm_start: dict[str, float] | None = None
+) -> BackendOutcome:
+    """Solve ``problem`` with ``options.solver`` (``highs`` or ``cbc``).
+
+    Honours ``time_limit``, ``threads``, ``seed``, ``mip_gap``, ``lp_algorithm`` (HiGHS, LPs
+    only; ``extra["crossover"] = "off"`` skips IPM crossover) and ``export`` (``.mps`` /
+    ``.lp``, written before solving). ``warm_start`` maps variable names to values (a MIP
+    start; partial starts are completed by the solver where it can)."""
+    if options.export:
+        export_model(problem, options.export)
+    if options.solver == "highs":
+        return solve_matrix(pulp_to_matrix(problem), options, warm_start)
+    if options.solver == "cbc":
+        return _solve_cbc(problem, options, warm_start)
+    raise ValueError(f"solver: unknown PuLP solver {options.solver!r} (known: highs, cbc)")
+
+
+def export_model(problem: pulp.LpProblem, path: str) -> None:
+    """Write ``problem`` as MPS or LP, chosen by the file extension."""
+    if path.endswith(".mps"):
+        problem.writeMPS(path)
+    elif path.endswith(".lp"):
+        problem.writeLP(path)
+    else:
+        raise ValueError(f"export: {path!r} must end with .mps or .lp")
+
+
+def highs_version() -> str:
+    return metadata.version("highspy")
+
+
+def solve_matrix(
+    model: MatrixModel, options: SolveOptions, warm_start: dict[str, float] | None = None
+) -> BackendOutcome:
+    """Solve an array model with HiGHS; read status, objective and dual bound from HiGHS.
+
+    For a MIP the bound is HiGHS's ``mip_dual_bound``; for an LP solved to optimality it is the
+    objective itself (optimal within HiGHS's 1e-7 tolerances), otherwise ``None``."""
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", bool(options.extra.get("solver_log", False)))
+    if options.time_limit is not None:
+        h.setOptionValue("time_limit", float(options.time_limit))
+    h.setOptionValue("random_seed", int(options.seed))
+    h.setOptionValue("mip_rel_gap", float(options.mip_gap))
+    if options.threads and options.threads > 1:
+        h.setOptionValue("threads", int(options.threads))
+    if not model.is_mip:
+        algo = LP_ALGORITHMS.get(options.lp_algorithm)
+        if algo is None:
+            raise ValueError(f"lp_algorithm: unknown {options.lp_algorithm!r} "
+                             f"(known: {', '.join(LP_ALGORITHMS)})")
+        h.setOptionValue("solver", algo)
+        if options.extra.get("crossover") == "off":
+            h.setOptionValue("run_crossover", "off")
+
+    lp = highspy.HighsLp()
+    lp.num_col_ = len(model.cost)
+    lp.num_row_ = len(model.row_lower)
+    lp.col_cost_ = np.asarray(model.cost, dtype=float)
+    lp.col_lower_ = np.asarray(model.col_lower, dtype=float)
+    lp.col_upper_ = np.asarray(model.col_upper, dtype=float)
+    lp.row_lower_ = np.asarray(model.row_lower, dtype=float)
+    lp.row_upper_ = np.asarray(model.row_upper, dtype=float)
+    A = csc_matrix(model.A)
+    A.sort_indices()
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(float)
+    lp.a_matrix_.num_col_ = lp.num_col_
+    lp.a_matrix_.num_row_ = lp.num_row_
+    lp.offset_ = float(model.offset)
+    lp.sense_ = highspy.ObjSense.kMaximize if model.maximize else highspy.ObjSense.kMinimize
+    if model.is_mip:
+        lp.integrality_ = [
+            highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
+            for b in model.integer
+        ]
+    h.passModel(lp)
+    if options.export:
+        h.writeModel(options.export)
+    if warm_start:
+        pos = {name: j for j, name in enumerate(model.names)}
+        idx = [pos[k] for k in warm_start if k in pos]
+        if idx:
+            val = [float(warm_start[model.names[j]]) for j in idx]
+            h.setSolution(len(idx), np.array(idx, dtype=np.int32), np.array(val, dtype=float))
+
+    t0 = time.perf_counter()
+    h.run()
+    runtime = time.perf_counter() - t0
+    ms = h.getModelStatus()
+    info = h.getInfo()
+    has_sol = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    status, message = _highs_status(ms, has_sol, h)
+    objective = bound = None
+    values: dict[str, float] = {}
+    if status.has_solution:
+        objective = float(info.objective_function_value)
+        col = np.asarray(h.getSolution().col_value)
+        values = dict(zip(model.names, col.tolist(), strict=True))
+        if model.is_mip:
+            b = float(info.mip_dual_bound)
+            bound = b if math.isfinite(b) else None
+        elif status is Status.OPTIMAL:
+            # HiGHS declares an LP optimal only when primal and dual infeasibilities and the
+            # duality gap are within its tolerances (1e-7), so the objective is the bound.
+            # (highspy 1.16's getDualObjectiveValue binding cannot return the value.)
+            bound = objective
+    elif model.is_mip and ms == highspy.HighsModelStatus.kTimeLimit:
+        b = float(info.mip_dual_bound)
+        bound = b if math.isfinite(b) else None
+    return BackendOutcome(status, objective, bound, runtime, "highs", highs_version(), values,
+                          message)
+
+
+def _highs_status(ms, has_solution: bool, h) -> tuple[Status, str]:
+    """The one place HiGHS model statuses become :class:`Status`."""
+    M = highspy.HighsModelStatus
+    text = h.modelStatusToString(ms)
+    if ms == M.kOptimal or ms == M.kModelEmpty:
+        return Status.OPTIMAL, text
+    if ms == M.kInfeasible:
+        return Status.INFEASIBLE, text
+    if ms in (M.kUnbounded, M.kUnboundedOrInfeasible):
+        return Status.ERROR, f"{text}: the model is unbounded (a formulation bug)"
+    if ms in (M.kTimeLimit, M.kIterationLimit, M.kSolutionLimit, M.kInterrupt,
+              M.kObjectiveBound, M.kObjectiveTarget, M.kUnknown, M.kMemoryLimit):
+        return (Status.FEASIBLE if has_solution else Status.NO_SOLUTION), text
+    return Status.ERROR, text
+
+
+# -- CBC -----------------------------------------------------------------------------------
+_RESULT = re.compile(r"^Result - (.+)$", re.M)
+_OBJ = re.compile(r"^Objective value:\s+(\S+)", re.M)
+# CBC prints "Lower bound:" when minimising and "Upper bound:" when maximising (already in
+# the user's objective sense).
+_BOUND = re.compile(r"^(?:Lower|Upper) bound:\s+(\S+)", re.M)
+_NO_SOL = re.compile(r"No feasible solution found", re.I)
+
+
+def cbc_version() -> str:
+    return "cbc (pulp " + pulp.__version__ + ")"
+
+
+def _solve_cbc(
+    problem: pulp.LpProblem, options: SolveOptions, warm_start: dict[str, float] | None
+) -> BackendOutcome:
+    if warm_start:
+        for v in problem.variables():
+            if v.name in warm_start:
+                v.setInitialValue(warm_start[v.name])
+    fd, log_path = tempfile.mkstemp(prefix="cbc-", suffix=".log")
+    os.close(fd)
+    is_mip = problem.isMIP()
+    solver = pulp.PULP_CBC_CMD(
+        msg=False,
+        timeLimit=options.time_limit,
+        threads=options.threads if options.threads and options.threads > 1 else None,
+        gapRel=options.mip_gap if is_mip else None,
+        warmStart=bool(warm_start),
+        logPath=log_path,
+        options=[f"randomCbcSeed {max(1, int(options.seed) + 1)}"] if is_mip else [],
+    )
+    t0 = time.perf_counter()
+    try:
+        problem.solve(solver)
+        text = Path(log_path).read_text()
+    except pulp.PulpSolverError as exc:
+        return BackendOutcome(Status.ERROR, None, None, time.perf_counter() - t0, "cbc",
+                              cbc_version(), {}, f"cbc failed: {exc}")
+    finally:
+        os.unlink(log_path)
+    runtime = time.perf_counter() - t0
+    status, message = _cbc_status(text, problem, is_mip)
+    objective = bound = None
+    values: dict[str, float] = {}
+    if status.has_solution:
+        objective = pulp.value(problem.objective)
+        objective = float(objective) if objective is not None else 0.0
+        values = {v.name: (v.varValue if v.varValue is not None else 0.0)
+                  for v in problem.variables()}
+    if status is Status.OPTIMAL:
+        bound = objective
+    else:
+        m = _BOUND.search(text)
+        if m:
+            b = float(m.group(1))
+            bound = b if math.isfinite(b) and abs(b) < 1e49 else None
+    return BackendOutcome(status, objective, bound, runtime, "cbc", cbc_version(), values,
+                          message)
+
+
+def _cbc_status(text: str, problem: pulp.LpProblem, is_mip: bool) -> tuple[Status, str]:
+    """The one place CBC outcomes become :class:`Status`: CBC's log first, then PuLP's
+    ``status`` / ``sol_status`` as a cross-check (never as the only evidence of optimality)."""
+    m = _RESULT.search(text)
+    result = m.group(1).strip() if m else ""
+    ps, ss = problem.status, problem.sol_status
+    low = result.lower()
+    if not result:
+        # LP runs (``-initialSolve``) print no "Result -" line, only the final status line.
+        if re.search(r"^Optimal - objective value", text, re.M) or (
+            not is_mip and "Optimal objective" in text
+        ):
+            return Status.OPTIMAL, "Optimal"
+        if re.search(r"infeasible", text, re.I) and ps == pulp.LpStatusInfeasible:
+            return Status.INFEASIBLE, "Infeasible"
+        if ps == pulp.LpStatusOptimal and ss == pulp.LpSolutionOptimal and \
+                "Stopped" not in text and "time" not in text.lower():
+            return Status.OPTIMAL, "Optimal (pulp)"
+        has = ss in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
+        return (Status.FEASIBLE if has else Status.NO_SOLUTION), "cbc: no result line"
+    if low.startswith("optimal solution found"):
+        return Status.OPTIMAL, result
+    if "infeasible" in low:
+        return Status.INFEASIBLE, result
+    if "unbounded" in low:
+        return Status.ERROR, f"{result}: the model is unbounded (a formulation bug)"
+    if low.startswith("stopped"):
+        if _NO_SOL.search(text) or ss == pulp.LpSolutionNoSolutionFound and not _OBJ.search(text):
+            return Status.NO_SOLUTION, result
+        return Status.FEASIBLE, result
+    return Status.ERROR, f"cbc: unrecognised result {result!r}"
