@@ -1,0 +1,224 @@
+"""Building blocks shared by the topology heuristics: port filling, connectivity repair,
+circulant detection, routing selection and the :class:`SolveResult` of a heuristic.
+
+Port filling (:func:`fill_free_ports`)
+    A regular instance needs every port used. Free ports are paired greedily: the node with
+    the most free ports is linked to another node with free ports, preferring a node it is not
+    yet adjacent to (a new neighbour adds path diversity; a parallel link only adds capacity).
+    When a single node ``u`` is left with ``f >= 2`` free ports, a link ``(a, b)`` not touching
+    ``u`` is replaced by ``(u, a), (u, b)``: ``a`` and ``b`` keep their degree and ``u`` gains
+    two. Since ``n d`` is even for a regular instance, this always ends with every port used.
+
+Connectivity repair (:func:`connect_components`)
+    Two components ``X`` and ``Y`` are merged by a degree-preserving 2-swap: remove ``(a, b)``
+    from ``X`` and ``(c, e)`` from ``Y``, add ``(a, c)`` and ``(b, e)``. If ``(a, b)`` is not a
+    bridge of ``X`` the result is connected (``a`` and ``b`` stay joined inside ``X``, and ``Y``
+    hangs off both). Every component of a graph with minimum degree 2 has a cycle, hence a
+    non-bridge edge; a parallel link is never a bridge.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+import networkx as nx
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+from ..evaluate import comm_time
+from ..instance import Instance
+from ..result import SolveOptions, SolveResult, Status
+from ..topology import Ring, Routing, Topology
+from .routing import route
+
+log = logging.getLogger(__name__)
+
+
+# -- ports --------------------------------------------------------------------------------
+def fill_free_ports(links: np.ndarray, degree: int) -> np.ndarray:
+    """Use every free port of ``links`` (in place and returned); see the module docstring.
+
+    Raises ``ValueError`` when the free ports cannot all be paired (odd total, or a single
+    node with free ports and no link elsewhere to split)."""
+    L = links
+    free = degree - L.sum(axis=1)
+    if (free < 0).any():
+        v = int(np.flatnonzero(free < 0)[0])
+        raise ValueError(f"degree: node {v} already uses {int(L[v].sum())} > {degree} ports")
+    if free.sum() % 2:
+        raise ValueError("degree: an odd number of free ports cannot be paired into links")
+    while free.sum() > 0:
+        have = np.flatnonzero(free > 0)
+        u = int(have[np.argmax(free[have])])
+        others = have[have != u]
+        if len(others):
+            fresh = others[L[u, others] == 0]
+            pool = fresh if len(fresh) else others
+            v = int(pool[np.argmax(free[pool])])
+            L[u, v] += 1
+            L[v, u] += 1
+            free[u] -= 1
+            free[v] -= 1
+            continue
+        # u alone has (an even number >= 2 of) free ports: split a link (a, b) elsewhere.
+        a, b = _splittable_link(L, u)
+        L[a, b] -= 1
+        L[b, a] -= 1
+        for w in (a, b):
+            L[u, w] += 1
+            L[w, u] += 1
+        free[u] -= 2
+    return L
+
+
+def _splittable_link(L: np.ndarray, u: int) -> tuple[int, int]:
+    mask = np.triu(L > 0, 1)
+    mask[u, :] = False
+    mask[:, u] = False
+    a_idx, b_idx = np.nonzero(mask)
+    if not len(a_idx):
+        raise ValueError(f"degree: node {u} has free ports and there is no link to split")
+    # Prefer splitting a parallel link, then one whose ends are not yet neighbours of u.
+    score = (L[a_idx, b_idx] > 1) * 4 + (L[u, a_idx] == 0) * 2 + (L[u, b_idx] == 0)
+    k = int(np.argmax(score))
+    return int(a_idx[k]), int(b_idx[k])
+
+
+def components(links: np.ndarray) -> np.ndarray:
+    """Component label of every node."""
+    _, labels = connected_components(csr_matrix(links > 0), directed=False)
+    return labels
+
+
+def connect_components(links: np.ndarray, degree: int | None = None) -> np.ndarray:
+    """Merge all components by degree-preserving 2-swaps (in place and returned).
+
+    With ``degree`` given, two components that both have a node with a free port are first
+    joined by a new link on those ports (no swap needed).
+
+    Components that cannot be merged this way (every link a bridge on both sides, or a node
+    without links) are left alone and logged; routing then reports any unreachable demand."""
+    L = links
+    while True:
+        labels = components(L)
+        comps = [np.flatnonzero(labels == c) for c in range(labels.max() + 1)]
+        if len(comps) <= 1:
+            return L
+        comps.sort(key=len, reverse=True)
+        x, y = comps[0], comps[1]
+        if degree is not None:
+            fx = x[L[x].sum(axis=1) < degree]
+            fy = y[L[y].sum(axis=1) < degree]
+            if len(fx) and len(fy):
+                L[fx[0], fy[0]] += 1
+                L[fy[0], fx[0]] += 1
+                continue
+        ex = _non_bridge_link(L, x)
+        ey = _any_link(L, y) if ex is not None else _non_bridge_link(L, y)
+        if ex is None and ey is not None:
+            ex = _any_link(L, x)
+        if ex is None or ey is None:
+            log.warning("connect_components: %d components cannot be merged by swaps", len(comps))
+            return L
+        (a, b), (c, e) = ex, ey
+        for p, q, delta in ((a, b, -1), (c, e, -1), (a, c, 1), (b, e, 1)):
+            L[p, q] += delta
+            L[q, p] += delta
+
+
+def _any_link(L: np.ndarray, nodes: np.ndarray) -> tuple[int, int] | None:
+    sub = L[np.ix_(nodes, nodes)]
+    i, j = np.nonzero(np.triu(sub, 1))
+    return (int(nodes[i[0]]), int(nodes[j[0]])) if len(i) else None
+
+
+def _non_bridge_link(L: np.ndarray, nodes: np.ndarray) -> tuple[int, int] | None:
+    sub = L[np.ix_(nodes, nodes)]
+    i, j = np.nonzero(np.triu(sub, 1))
+    if not len(i):
+        return None
+    multi = np.flatnonzero(sub[i, j] > 1)
+    if len(multi):
+        return int(nodes[i[multi[0]]]), int(nodes[j[multi[0]]])
+    g = nx.Graph()
+    g.add_edges_from(zip(i.tolist(), j.tolist()))
+    bridges = {frozenset(e) for e in nx.bridges(g)}
+    for a, b in zip(i.tolist(), j.tolist()):
+        if frozenset((a, b)) not in bridges:
+            return int(nodes[a]), int(nodes[b])
+    return None
+
+
+# -- circulants ---------------------------------------------------------------------------
+def circulant_jumps(links: np.ndarray) -> tuple[int, ...] | None:
+    """The jumps of ``links`` if it is circulant (``L[i, j]`` depends only on ``j - i mod n``),
+    as residues ``1 <= p <= n/2`` repeated by multiplicity; ``None`` otherwise."""
+    L = np.asarray(links)
+    n = L.shape[0]
+    row = L[0]
+    idx = np.arange(n)
+    if not all((L[i] == np.roll(row, i)).all() for i in idx[1:]):
+        return None
+    jumps: list[int] = []
+    for p in range(1, n // 2 + 1):
+        jumps.extend([p] * int(row[p]))
+    return tuple(jumps) if jumps else None
+
+
+# -- routing and results -------------------------------------------------------------------
+def route_with(
+    instance: Instance,
+    topology: Topology,
+    rings: Sequence[Ring],
+    options: SolveOptions,
+    default: str,
+) -> Routing:
+    """Route with ``options.routing`` if set, else the method's ``default``.
+
+    ``"lp"`` delegates to the ``route-milp`` method on the fixed topology."""
+    method = options.routing or default
+    if method != "lp":
+        return route(instance, topology, rings, method, options.seed)
+    from .. import registry
+
+    if not registry.available("route-milp"):
+        raise ValueError("routing: 'lp' needs the route-milp method, which is not available")
+    res = registry.solve(instance, "route-milp", options.with_(topology=topology))
+    if res.routing is None:
+        raise ValueError(f"routing: route-milp returned no routing (status {res.status.value})")
+    return res.routing
+
+
+def default_routing(topology: Topology) -> str:
+    """Coin-change on circulant topologies, shortest path otherwise."""
+    return "coin-change" if topology.jumps else "shortest"
+
+
+def heuristic_result(
+    method: str,
+    instance: Instance,
+    topology: Topology,
+    routing: Routing,
+    options: SolveOptions,
+    started: float,
+    message: str = "",
+) -> SolveResult:
+    """A FEASIBLE result whose objective is the routing's communication time; ``runtime_s``
+    runs from ``started`` (a ``time.perf_counter()`` value) to the end of routing."""
+    runtime = time.perf_counter() - started
+    return SolveResult(
+        method=method,
+        status=Status.FEASIBLE,
+        objective=comm_time(instance, topology, routing),
+        bound=None,
+        runtime_s=runtime,
+        topology=topology,
+        routing=routing,
+        seed=options.seed,
+        params=options.as_params(),
+        backend="heuristic",
+        message=message,
+    )

@@ -1,0 +1,262 @@
+"""TotientPerms: ring jumps chosen by SelectPermutations over Euler-totient candidates.
+
+The rule (DESIGN.md section 4, the published TopoOpt artifact):
+
+* **Candidates.** An AllReduce group of size ``g`` placed on the coset
+  ``{s, s + n/g, s + 2n/g, ...}`` of ``Z_n`` can use the jumps ``p = (n/g) m`` with
+  ``1 <= m <= g`` and ``gcd(m, g) = 1`` (there are ``phi(g)`` of them): the permutation
+  ``x -> x + p`` then walks the whole coset, i.e. it is a Hamiltonian ring of the group.
+  See :func:`candidates`.
+* **SelectPermutations** for ``m`` bidirectional rings (``d/2`` for ``d`` ports): ``m == 1``
+  takes the smallest candidate; otherwise ``ratio = (c_last / c_first)^(1/m)`` and for
+  ``t = 0..m-1`` the walk ``x = c_first ratio^t`` takes the smallest unused candidate
+  ``>= x``: jumps spread geometrically, which gives short coin-change routes to every residue.
+  For ``n = 128, d = 8`` this gives ``{1, 5, 13, 39}``. See :func:`select_permutations`.
+* Every selected jump ``p`` is a bidirectional ring ``x -- x + p`` on every coset (2 ports per
+  node); AllReduce runs one ring per jump with share ``1/m`` of the volume, in the order
+  ``s, s + p, s + 2p, ...``; routing is coin-change over the coins ``+-p``.
+
+Instances (:func:`allreduce_topology`)
+    The construction works per AllReduce group with the group's members sorted,
+    ``member[0] < ... < member[k-1]``: a *local* jump ``m`` (selected from
+    ``candidates(k, k)``) links ``member[i] -- member[(i + m) mod k]`` and gives the ring order
+    ``member[0], member[m], member[2m], ...``. On a coset group this is exactly the global jump
+    ``(n/k) m``, so groups forming a coset family (one group of all ``n`` servers, or the
+    ``n/k`` cosets of size ``k``) give a circulant topology whose jumps are recorded in
+    ``Topology.jumps`` and routed by coin-change. Other groups (arbitrary member sets) use the
+    same rule on their sorted members; the result is not circulant and is routed by shortest
+    paths by default.
+
+    * Groups with identical member sets are merged (one set of rings, volumes added): several
+      layers all-reducing over the same replicas share their rings.
+    * Connectivity: when the largest group is not the whole cluster, one ``+-1`` ring over all
+      nodes (jump 1, 2 ports) keeps the graph connected; the groups get the remaining ports.
+    * Overlapping groups split a node's ports in proportion to their ring-edge volume
+      ``w_g = 2 (k-1)/k S_g``: group ``g`` gets ``floor(P w_g / max_{v in g} W_v)`` ports
+      where ``W_v`` sums ``w`` over the groups at node ``v``, so no node exceeds ``P``.
+      Disjoint groups get all ``P`` ports each. A group that gets no ports (or has zero
+      bytes) keeps the ring order of its sorted members, routed over the other links.
+    * Free ports of a regular instance (nodes outside every group, proportional leftovers)
+      are filled by :func:`~topoopt_milp.heuristics.support.fill_free_ports`.
+    * Instances without AllReduce traffic get the plain circulant ``totient_jumps(n, d)``.
+
+Departures from the published artifact (each fixes a quirk where it bites; ``faithful=True``
+keeps the artifact's behaviour)
+    1. **Both +-p.** The walk may pick ``p`` and ``n - p``, which are the same ring (the
+       artifact then wires it twice). Fixed: a candidate whose negative ``n - p`` is already
+       chosen is skipped like a used one. The candidate list is *not* folded to ``p <= n/2``
+       (that would change every selection: ``n = 128, d = 8`` would give ``{1, 3, 9, 23}``).
+    2. **Running past the candidate list.** When no admissible candidate ``>= x`` is left the
+       artifact reads past its list. Fixed: take the largest admissible candidate below ``x``;
+       when no admissible candidate is left at all (``d/2`` exceeds the ``phi(g)/2`` distinct
+       rings, e.g. small groups), the chosen jumps are repeated cyclically, i.e. parallel rings
+       (extra capacity on the same rings). Faithful mode raises ``ValueError`` instead.
+    3. **Odd degree.** The artifact supports only even ``d``. Fixed: ``(d-1)/2`` rings plus the
+       perfect matching ``x -- x + n/2`` when ``n`` is even (one port); for odd ``n`` (only on
+       non-regular instances) the last port stays unused. Faithful mode raises ``ValueError``.
+    4. Floating point: ``x`` is compared with a relative tolerance of ``1e-9`` so that
+       ``ratio^t`` landing a hair above an integer candidate does not skip it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from math import floor, gcd
+
+import numpy as np
+
+from ..instance import Instance
+from ..result import SolveOptions, SolveResult
+from ..topology import Ring, Topology
+from .support import (
+    circulant_jumps,
+    default_routing,
+    fill_free_ports,
+    heuristic_result,
+    route_with,
+)
+
+log = logging.getLogger(__name__)
+_TOL = 1e-9
+
+
+# -- the pure rule ----------------------------------------------------------------------------
+def candidates(n: int, g: int) -> list[int]:
+    """Jumps ``(n/g) m``, ``1 <= m <= g``, ``gcd(m, g) = 1`` (ascending) for a group of size
+    ``g`` on a coset of ``Z_n``."""
+    if g < 2:
+        raise ValueError(f"g: a group needs at least 2 members, got {g}")
+    if n % g:
+        raise ValueError(f"g: group size {g} does not divide n = {n}")
+    step = n // g
+    return [step * m for m in range(1, g + 1) if gcd(m, g) == 1]
+
+
+def select_permutations(
+    cands: list[int], m: int, faithful: bool = False, n: int | None = None
+) -> list[int]:
+    """SelectPermutations: ``m`` jumps from the ascending candidate list ``cands``.
+
+    ``n`` (the modulus, for the ``+-p`` check) defaults to ``cands[0] + cands[-1]``, which is
+    ``n`` for every list made by :func:`candidates` (``m = 1`` and ``m = g - 1`` are both
+    coprime to ``g``). See the module docstring for the rule and the departures."""
+    if m < 0:
+        raise ValueError(f"degree: need a non-negative number of rings, got {m}")
+    if m == 0:
+        return []
+    cands = sorted(cands)
+    if not cands:
+        raise ValueError("candidates: the candidate list is empty")
+    modulus = cands[0] + cands[-1] if n is None else n
+    if m == 1:
+        return [cands[0]]
+    ratio = (cands[-1] / cands[0]) ** (1.0 / m)
+    chosen: list[int] = []
+    for t in range(m):
+        x = cands[0] * ratio**t
+        if faithful:
+            ok = [c for c in cands if c not in chosen]
+        else:
+            ok = [c for c in cands if c not in chosen and (modulus - c) % modulus not in chosen]
+        above = [c for c in ok if c >= x * (1 - _TOL)]
+        if above:
+            chosen.append(above[0])
+        elif faithful:
+            raise ValueError(
+                f"degree: {m} rings need more than the {len(cands)} candidates (the published "
+                "artifact reads past its list); use faithful=False"
+            )
+        elif ok:
+            chosen.append(ok[-1])  # largest admissible candidate below x
+        else:
+            distinct = list(dict.fromkeys(chosen))
+            chosen.append(distinct[(t - len(distinct)) % len(distinct)])  # parallel ring
+    return chosen
+
+
+def totient_jumps(n: int, d: int, faithful: bool = False) -> tuple[int, ...]:
+    """TotientPerms jumps for ``d`` ports on the whole cluster ``Z_n``: ``d/2`` selected ring
+    jumps, plus ``n/2`` (a perfect matching) for odd ``d`` and even ``n``."""
+    if d < 0:
+        raise ValueError(f"degree: must be non-negative, got {d}")
+    if n == 2:
+        return (1,) * d  # each "ring" of two nodes is one link
+    if d % 2 and faithful:
+        raise ValueError(f"degree: the published TotientPerms supports only even d, got {d}")
+    jumps = select_permutations(candidates(n, n), d // 2, faithful, n)
+    if d % 2 and n % 2 == 0:
+        jumps.append(n // 2)
+    return tuple(jumps)
+
+
+# -- instances ----------------------------------------------------------------------------------
+def _is_coset(members: tuple[int, ...], n: int) -> bool:
+    k = len(members)
+    if n % k:
+        return False
+    step = n // k
+    return members[0] < step and all(m == members[0] + i * step for i, m in enumerate(members))
+
+
+def _local_links(L: np.ndarray, members: tuple[int, ...], jumps: tuple[int, ...]) -> None:
+    k = len(members)
+    mem = np.array(members)
+    idx = np.arange(k)
+    for m in jumps:
+        if 2 * m == k:  # matching: each pair once
+            a, b = mem[idx[: k // 2]], mem[idx[: k // 2] + m]
+        else:
+            a, b = mem, mem[(idx + m) % k]
+        np.add.at(L, (a, b), 1)
+        np.add.at(L, (b, a), 1)
+
+
+def _group_rings(gids, members, jumps) -> list[Ring]:
+    k = len(members)
+    counts: dict[int, int] = defaultdict(int)
+    for m in jumps:
+        if gcd(m, k) == 1:  # Hamiltonian on the group (k = 2: the single link)
+            counts[m] += 1
+    total = sum(counts.values())
+    if not total:
+        return [Ring(gi, members, 1.0) for gi in gids]
+    rings = []
+    for gi in gids:
+        for m, c in counts.items():
+            order = tuple(members[(i * m) % k] for i in range(k))
+            rings.append(Ring(gi, order, c / total))
+    return rings
+
+
+def allreduce_topology(
+    instance: Instance, ports: int, faithful: bool = False
+) -> tuple[np.ndarray, list[Ring], tuple[int, ...] | None]:
+    """TotientPerms links for the instance's AllReduce groups using at most ``ports`` ports per
+    node (see the module docstring): ``(L, rings, jumps)`` with ``jumps`` set when ``L`` is
+    the circulant of those jumps."""
+    n = instance.n
+    L = np.zeros((n, n), dtype=np.int64)
+    merged: dict[tuple[int, ...], list[int]] = defaultdict(list)
+    weight: dict[tuple[int, ...], float] = defaultdict(float)
+    rings: list[Ring] = []
+    for gi, g in enumerate(instance.allreduce):
+        key = tuple(sorted(g.members))
+        if g.edge_bytes > 0:
+            merged[key].append(gi)
+            weight[key] += g.edge_bytes
+        else:
+            rings.append(Ring(gi, key, 1.0))
+    if not merged:
+        jumps = totient_jumps(n, ports, faithful)
+        return Topology.circulant(n, jumps).links.copy(), rings, jumps or None
+
+    declared: list[int] = []
+    group_ports = ports
+    if max(len(k) for k in merged) < n and ports >= 2:
+        L += Topology.circulant(n, [1]).links
+        declared.append(1)
+        group_ports = ports - 2
+    node_w = np.zeros(n)
+    for key, w in weight.items():
+        node_w[list(key)] += w
+    declared_by_size: dict[int, tuple[int, ...]] = {}
+    for key, gids in merged.items():
+        k = len(key)
+        share = weight[key] / node_w[list(key)].max()
+        p = floor(group_ports * share + _TOL)
+        if faithful and p % 2:
+            p -= 1  # the artifact only knows whole rings
+        jumps = totient_jumps(k, p, faithful)
+        _local_links(L, key, jumps)
+        rings.extend(_group_rings(gids, key, jumps))
+        if _is_coset(key, n) and k not in declared_by_size:
+            declared_by_size[k] = tuple((n // k) * m for m in jumps)
+    for js in declared_by_size.values():
+        declared.extend(js)
+    jumps_out: tuple[int, ...] | None = None
+    if declared and (Topology.circulant(n, declared).links == L).all():
+        jumps_out = tuple(declared)
+    elif L.any():
+        jumps_out = circulant_jumps(L)
+    rings.sort(key=lambda r: r.group)
+    return L, rings, jumps_out
+
+
+def build(instance: Instance, faithful: bool = False) -> tuple[Topology, list[Ring]]:
+    """The TotientPerms topology (all ``d`` ports) and ring orders for ``instance``."""
+    L, rings, jumps = allreduce_topology(instance, instance.degree, faithful)
+    if instance.regular and (L.sum(axis=1) < instance.degree).any():
+        fill_free_ports(L, instance.degree)
+        jumps = circulant_jumps(L)
+    return Topology(L, jumps), rings
+
+
+def solve(instance: Instance, options: SolveOptions) -> SolveResult:
+    """TotientPerms topology, routed by ``options.routing`` or coin-change (shortest path when
+    the topology is not circulant)."""
+    started = time.perf_counter()
+    topo, rings = build(instance, options.faithful)
+    routing = route_with(instance, topo, rings, options, default_routing(topo))
+    return heuristic_result("totientperms", instance, topo, routing, options, started)
