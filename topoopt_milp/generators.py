@@ -48,6 +48,7 @@ def _finish(
     mp=(),
     regular: bool = True,
     compute_s: float = 0.0,
+    latency_us: float = 0.0,
     name: str | None = None,
 ) -> Instance:
     """Build the instance with meta ``{generator, params, seed}`` and a descriptive name."""
@@ -60,6 +61,7 @@ def _finish(
         mp=tuple((int(s), int(t), float(b)) for s, t, b in mp),
         regular=bool(regular),
         compute_s=float(compute_s),
+        latency_us=float(latency_us),
         name=name or f"{family}-n{n}-d{degree}" + ("" if seed is None else f"-s{seed}"),
         meta={"generator": family, "params": params, "seed": seed},
     )
@@ -88,6 +90,7 @@ def uniform(
     seed: int | None = None,
     regular: bool = True,
     compute_s: float = 0.0,
+    latency_us: float = 0.0,
 ) -> Instance:
     """All-to-all traffic: each of the ``n (n-1)`` ordered pairs sends ``bytes``.
 
@@ -96,7 +99,8 @@ def uniform(
     mp = [(i, j, bytes) for i in range(n) for j in range(n) if i != j]
     params = {"n": n, "degree": degree, "gbps": gbps, "bytes": bytes, "regular": regular}
     return _finish("uniform", params, n=n, degree=degree, gbps=gbps, seed=seed, mp=mp,
-                   regular=regular, compute_s=compute_s)
+                   regular=regular, compute_s=compute_s,
+                   latency_us=latency_us)
 
 
 def derangement(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -119,6 +123,7 @@ def permutation(
     seed: int = 0,
     regular: bool = True,
     compute_s: float = 0.0,
+    latency_us: float = 0.0,
 ) -> Instance:
     """Random permutation traffic: ``i`` sends ``bytes`` to ``pi(i)``, ``pi`` a random
     derangement drawn with ``default_rng(seed)``."""
@@ -127,7 +132,8 @@ def permutation(
     mp = [(i, int(perm[i]), bytes) for i in range(n)]
     params = {"n": n, "degree": degree, "gbps": gbps, "bytes": bytes, "regular": regular}
     return _finish("permutation", params, n=n, degree=degree, gbps=gbps, seed=seed, mp=mp,
-                   regular=regular, compute_s=compute_s)
+                   regular=regular, compute_s=compute_s,
+                   latency_us=latency_us)
 
 
 def shift(
@@ -140,6 +146,7 @@ def shift(
     seed: int | None = None,
     regular: bool = True,
     compute_s: float = 0.0,
+    latency_us: float = 0.0,
 ) -> Instance:
     """Shift traffic: ``i`` sends ``bytes`` to ``(i + shift) mod n``; ``shift`` must not be
     a multiple of ``n`` (that would be a self-demand)."""
@@ -151,7 +158,8 @@ def shift(
     params = {"n": n, "degree": degree, "gbps": gbps, "shift": shift, "bytes": bytes,
               "regular": regular}
     return _finish("shift", params, n=n, degree=degree, gbps=gbps, seed=seed, mp=mp,
-                   regular=regular, compute_s=compute_s, name=f"shift{shift}-n{n}-d{degree}")
+                   regular=regular, compute_s=compute_s,
+                   latency_us=latency_us, name=f"shift{shift}-n{n}-d{degree}")
 
 
 def _log_uniform(rng: np.random.Generator, lo: float, hi: float, size: int) -> np.ndarray:
@@ -173,6 +181,7 @@ def sparse(
     seed: int = 0,
     regular: bool = True,
     compute_s: float = 0.0,
+    latency_us: float = 0.0,
 ) -> Instance:
     """Random sparse traffic: ``pairs`` distinct ordered MP pairs (default ``n``) and ``groups``
     AllReduce groups of ``group_size`` distinct random members (default: a random size in
@@ -203,7 +212,8 @@ def sparse(
               "group_size": group_size, "mp_bytes": list(mp_bytes), "ar_bytes": list(ar_bytes),
               "regular": regular}
     return _finish("sparse", params, n=n, degree=degree, gbps=gbps, seed=seed, mp=mp,
-                   allreduce=allreduce, regular=regular, compute_s=compute_s)
+                   allreduce=allreduce, regular=regular, compute_s=compute_s,
+                   latency_us=latency_us)
 
 
 def dlrm(
@@ -217,6 +227,7 @@ def dlrm(
     seed: int = 0,
     regular: bool = True,
     compute_s: float = 0.05,
+    latency_us: float = 0.0,
 ) -> Instance:
     """DLRM-style traffic: AllReduce of ``dense_bytes`` over all servers plus the embedding
     all-to-all of ``tables`` tables (default ``n``) placed on servers uniformly at random.
@@ -241,7 +252,8 @@ def dlrm(
     params = {"n": n, "degree": degree, "gbps": gbps, "dense_bytes": dense_bytes,
               "emb_bytes": emb_bytes, "tables": tables, "regular": regular}
     return _finish("dlrm", params, n=n, degree=degree, gbps=gbps, seed=seed, mp=mp,
-                   allreduce=allreduce, regular=regular, compute_s=compute_s)
+                   allreduce=allreduce, regular=regular, compute_s=compute_s,
+                   latency_us=latency_us)
 
 
 FAMILIES: dict[str, Callable[..., Instance]] = {

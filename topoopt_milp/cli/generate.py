@@ -44,6 +44,8 @@ Example:
               help="Require every port to be used (needs n * degree even).")
 @click.option("--compute-s", type=float, default=None,
               help="Compute time per iteration [s] (default 0; dlrm 0.05).")
+@click.option("--latency-us", type=float, default=None,
+              help="Per-hop latency [us] added as max_hops * latency (default 0).")
 @click.option("--name", default=None, help="Instance name (default: FAMILY-nN-dD-sSEED).")
 @click.option("--bytes", "bytes_", type=float, default=None,
               help="uniform/permutation/shift: bytes per demand.")
@@ -62,11 +64,12 @@ Example:
 @click.option("--tables", type=int, default=None, help="dlrm: embedding tables (default n).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
               help="Where to write the instance JSON.")
-def generate(family, n, degree, gbps, seed, regular, compute_s, name, bytes_, shift, pairs,
+def generate(family, n, degree, gbps, seed, regular, compute_s, latency_us, name, bytes_, shift, pairs,
              groups, group_size, mp_bytes, ar_bytes, dense_bytes, emb_bytes, tables, out) -> None:
     given = {
-        "seed": seed, "compute_s": compute_s, "bytes": bytes_, "shift": shift, "pairs": pairs,
-        "groups": groups, "group_size": group_size, "mp_bytes": mp_bytes, "ar_bytes": ar_bytes,
+        "seed": seed, "compute_s": compute_s, "latency_us": latency_us, "bytes": bytes_,
+        "shift": shift, "pairs": pairs, "groups": groups, "group_size": group_size,
+        "mp_bytes": mp_bytes, "ar_bytes": ar_bytes,
         "dense_bytes": dense_bytes, "emb_bytes": emb_bytes, "tables": tables,
     }
     options = {k: v for k, v in given.items() if v is not None}
