@@ -50,6 +50,7 @@ def _register() -> None:
     # `topoopt_milp.cli:main` is complete whichever module is imported first.
     from . import core  # noqa: F401, I001 (one line per command module)
     from . import generate  # noqa: F401
+    from . import workload  # noqa: F401
 
 
 _register()
