@@ -285,30 +285,24 @@ def _options_from_params(params: dict[str, Any], seed: int) -> SolveOptions:
     return make_options(seed, params.get("time_limit"), settings)
 
 
-def child_main(stdin: TextIO, result_out: TextIO) -> int:
-    """Body of the child process: solve, evaluate, check, write one JSON line."""
+def solve_record(instance: Instance, method: str, options: SolveOptions) -> dict[str, Any]:
+    """Solve in this process, evaluate, and re-check independently; the result columns of a
+    store record (``status``, ``objective``, ``bound``, ``gap``, ``runtime_s``, ``backend``,
+    ``metrics``, ``error``, ...). A method that raises, or a solution the checker rejects, is
+    an ``error`` with the reason in ``error``."""
     from ..check import check_solution
     from ..evaluate import evaluate
     from ..result import Status, solution_dict, versions
 
-    task = json.loads(stdin.read())
-    m = task["method"]
-    # The task carries the method's registry entry: a method registered at run time in the
-    # parent (plugins, tests) resolves here too, through the same registry.solve entry point.
-    if m["name"] not in registry.METHODS:
-        registry.METHODS[m["name"]] = registry.Method(**m)
     out: dict[str, Any] = {"versions": versions()}
     try:
-        instance = Instance.from_dict(task["instance"])
-        options = _options_from_params(task["params"], int(task["seed"]))
-        result = registry.solve(instance, m["name"], options)
+        result = registry.solve(instance, method, options)
     except Exception as exc:  # noqa: BLE001 - any failure of the method is this run's error
-        log.debug("method failed", exc_info=True)
+        log.debug("method %s failed", method, exc_info=True)
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         out.update(status="error", error=f"exception: {type(exc).__name__}: {exc} "
                    f"(at {Path(frame.filename).name}:{frame.lineno})")
-        result_out.write(json.dumps(out) + "\n")
-        return 0
+        return out
     metrics = None
     error = None
     status = result.status
@@ -329,7 +323,60 @@ def child_main(stdin: TextIO, result_out: TextIO) -> int:
         backend_version=result.backend_version, message=result.message or None, error=error,
         metrics=metrics,
     )
-    result_out.write(json.dumps(_json_safe(out)) + "\n")
+    return _json_safe(out)
+
+
+def compare_methods(
+    instance: Instance,
+    methods: Sequence[str],
+    seed: int = 0,
+    time_limit: float | None = None,
+    settings: dict[str, Any] | None = None,
+):
+    """Solve one instance with several methods in this process (no isolation) and return a
+    DataFrame: each method's status, objective, own bound, the best bound found by any exact
+    method (or the analytic lower bound, see :mod:`.tables`) and the gap to it in percent."""
+    from .tables import run_gaps
+
+    options = make_options(seed, time_limit, settings)
+    ihash = instance.content_hash()
+    rows = []
+    for name in methods:
+        m = registry.get(name)
+        rec = {"instance_name": instance.name, "instance_hash": ihash, "method": name,
+               "method_backend": m.backend, "objective_kind": None, "objective": None,
+               "bound": None, "runtime_s": None, "metrics": None, "error": None}
+        rec.update(solve_record(instance, name, options))
+        log.info("compare: %s -> %s", name, rec.get("status"))
+        rows.append(rec)
+    df = run_gaps(pd_frame(rows))
+    cols = ["method", "method_backend", "status", "objective", "bound", "best_bound",
+            "bound_source", "gap_pct", "runtime_s", "error"]
+    return df[cols].rename(columns={"method_backend": "backend"})
+
+
+def pd_frame(rows: list[dict[str, Any]]):
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def child_main(stdin: TextIO, result_out: TextIO) -> int:
+    """Body of the child process: read the task, :func:`solve_record`, write one JSON line."""
+    task = json.loads(stdin.read())
+    m = task["method"]
+    # The task carries the method's registry entry: a method registered at run time in the
+    # parent (plugins, tests) resolves here too, through the same registry.solve entry point.
+    if m["name"] not in registry.METHODS:
+        registry.METHODS[m["name"]] = registry.Method(**m)
+    try:
+        instance = Instance.from_dict(task["instance"])
+        options = _options_from_params(task["params"], int(task["seed"]))
+    except Exception as exc:  # noqa: BLE001
+        out = {"status": "error", "error": f"task: {type(exc).__name__}: {exc}"}
+    else:
+        out = solve_record(instance, m["name"], options)
+    result_out.write(json.dumps(out) + "\n")
     return 0
 
 
