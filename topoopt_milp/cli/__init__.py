@@ -51,6 +51,7 @@ def _register() -> None:
     from . import core  # noqa: F401, I001 (one line per command module)
     from . import generate  # noqa: F401
     from . import workload  # noqa: F401
+    from . import bench  # noqa: F401
 
 
 _register()
