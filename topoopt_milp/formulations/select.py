@@ -1,0 +1,522 @@
+"""select: choose the ring jumps of a circulant topology exactly (MILP and CP-SAT).
+
+Decision. A set ``J`` of jumps ``p`` from a candidate set ``P`` (``options.candidates``:
+``all`` = ``1..floor(n/2)``; ``coprime`` = the TotientPerms space of the whole cluster, the
+units of ``Z_n`` folded to ``p <= n/2`` because ``p`` and ``n-p`` are the same ring, plus
+``n/2`` when ``d`` is odd, as TotientPerms adds it). Jump ``p`` links ``i -- i+p`` for every
+``i``; it uses ``c_p = 2`` ports per node, except ``p = n/2`` (a perfect matching) with
+``c_p = 1``. With binaries ``y_p``::
+
+    sum_p c_p y_p = d        (regular instance; "<= d" otherwise)
+
+Circulants are vertex-transitive and distances are symmetric, so the hop distance from ``s``
+to ``t`` is ``dist(v)`` of the residue ``v = t - s``, and ``dist(v) = dist(-v)``: the models
+work on the residue classes ``v in {0, .., floor(n/2)}`` (class weight ``mu_v = 1`` for
+``v = 0`` or ``2v = n``, else 2).
+
+Reach model (objectives ``diameter`` and ``total_hops``). ``r[h][v] = 1`` may hold only if
+``v`` is reachable within ``h`` hops; ``r[0][v] = [v = 0]`` and for ``h >= 1``, ``v != 0``::
+
+    r[h][v] <= r[h-1][v] + sum_p q[h][v][p]
+    q[h][v][p] <= y_p,   q[h][v][p] <= r[h-1][v-p] + r[h-1][v+p]     (0 <= q <= 1)
+    r[h-1][v] <= r[h][v]                                             (reach is monotone)
+    sum_v mu_v r[h][v] <= Ball(m, h)                                 (valid counting cut)
+
+``Ball(m, h) = sum_i 2^i C(m, i) C(h, i)`` counts the points of ``Z^m`` within L1 radius
+``h``; the residues within ``h`` hops are an image of that ball, so the cut is valid, and it
+is the Moore-type bound that makes the LP relaxation tight (for ``m = 2`` it gives the
+Boesch-Wang value ``ceil((sqrt(2n-1)-1)/2)`` directly). ``m`` is the largest number of jumps
+the port budget allows. Any model solution has ``r`` at most the true reachability, and the
+true reachability is a model solution, so:
+
+* ``diameter``: ``w[h] <= r[h][v]`` for all ``v``, ``w[H] = 1``, minimise
+  ``sum_{h<H} (1 - w[h])`` = the first ``h`` reaching everything. ``H`` is the diameter of the
+  best heuristic set (TotientPerms, seeded random samples): a valid upper bound.
+* ``total_hops``: ``r[H][v] = 1`` (connected), minimise
+  ``sum_v W_v sum_{h<H} (1 - r[h][v]) = sum_v W_v dist(v)`` with ``W_v`` the bytes whose
+  residue is ``+-v`` (MP demands and the ring edges of the default ring orders). ``H``: every
+  layer ``1..D-1`` of a connected vertex-transitive graph of degree >= 2 has >= 2 vertices
+  (a single vertex would be a cut vertex), so ``D <= floor(n/2)`` and
+  ``sum_v W_v dist(v) >= W_min D^2``; with an incumbent of value ``U``, ``D <= sqrt(U/W_min)``.
+
+Flow model (objective ``comm_time``, fractional routing). Maximum concurrent flow with
+capacities switched by ``y``: maximise ``lambda`` such that ``lambda`` times the demand is
+routed with source-aggregated arc flows ``f[s][i, i+c]`` over the coins ``c = +-p`` and::
+
+    sum_s f[s][i, i+c] <= y_p          (one link of B per arc, volumes in units V)
+
+``T_comm = 1 / lambda`` (units ``V/B`` seconds), so minimising the bilinear
+``max load / (B y)`` becomes a linear model. When the traffic is rotation invariant
+(``D[s][t] = D[0][t-s]``, e.g. all-to-all or a ring 0, 1, .., n-1), averaging an optimal
+routing over the ``n`` rotations keeps it optimal, so one source suffices and arc type ``c``
+carries ``sum_i f[0][i, i+c]`` (the circulant symmetric reduction); otherwise every source
+gets its flows. CP-SAT solves the same flow model in integer volume units (scale recorded,
+volumes rounded down so its bound stays valid; splits restricted to multiples of one unit);
+it is meant for small instances.
+
+Every result carries the chosen circulant (``Topology.jumps``) and a routing: the model's
+flows (comm_time) or shortest paths (diameter, total_hops; ``params`` gets ``diameter`` and
+``avg_hops``). AllReduce rings use the instance's member order (``default_rings``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pulp
+from ortools.sat.python import cp_model
+
+from ..backends.cpsat_backend import solve_cpsat as _run_cpsat
+from ..backends.pulp_backend import solve_pulp
+from ..instance import Instance
+from ..result import SolveOptions, SolveResult, Status
+from ..topology import Topology, default_rings
+from . import _exact
+
+log = logging.getLogger(__name__)
+
+OBJECTIVES = ("diameter", "total_hops", "comm_time")
+N_RANDOM_INCUMBENTS = 200
+CPSAT_FLOW_RESOLUTION = 12  # splits in 1/2, 1/3, 1/4, 1/6, 1/12 of a demand unit are exact
+
+
+# -- candidate sets and cheap evaluation ---------------------------------------------------------
+def candidate_jumps(n: int, d: int, mode: str) -> list[int]:
+    """Ring jumps the model may choose (each ring once: ``p <= n/2``)."""
+    if mode == "all":
+        return list(range(1, n // 2 + 1))
+    if mode == "coprime":
+        from ..heuristics.totient import candidates
+
+        cands = sorted({min(p % n, n - p % n) for p in candidates(n, n) if p % n})
+        if d % 2 and n % 2 == 0 and n // 2 not in cands:
+            cands.append(n // 2)
+        return cands
+    raise ValueError(f"candidates: unknown candidate set {mode!r} (known: coprime, all)")
+
+
+def port_cost(n: int, p: int) -> int:
+    """Ports per node used by jump ``p``: 1 for the matching ``p = n/2``, else 2."""
+    return 1 if 2 * p == n else 2
+
+
+def ball(m: int, h: int) -> int:
+    """Points of ``Z^m`` within L1 distance ``h`` of the origin."""
+    return sum(2**i * math.comb(m, i) * math.comb(h, i) for i in range(min(m, h) + 1))
+
+
+def residue_distances(n: int, jumps: Sequence[int]) -> np.ndarray:
+    """Hop distance from 0 to every residue in the circulant with these jumps (BFS)."""
+    dist = np.full(n, np.inf)
+    dist[0] = 0
+    frontier = np.array([0])
+    coins = np.array(sorted({c % n for p in jumps for c in (p, -p)}))
+    h = 0
+    while frontier.size:
+        h += 1
+        nxt = np.unique((frontier[:, None] + coins[None, :]) % n)
+        nxt = nxt[np.isinf(dist[nxt])]
+        dist[nxt] = h
+        frontier = nxt
+    return dist
+
+
+def residue_weights(instance: Instance) -> np.ndarray:
+    """``W[v]``: bytes of all commodities (default rings) from ``s`` to ``s + v``."""
+    D = _exact.demand_matrix(instance, default_rings(instance))
+    n = instance.n
+    W = np.zeros(n)
+    for s in range(n):
+        W += np.roll(D[s], -s)
+    return W
+
+
+def _sym_weights(W: np.ndarray) -> np.ndarray:
+    n = len(W)
+    return np.array([W[v] + (W[(n - v) % n] if 2 * v % n else 0.0) for v in range(n // 2 + 1)])
+
+
+def _feasible(n: int, d: int, regular: bool, jumps: Sequence[int]) -> bool:
+    ports = sum(port_cost(n, p) for p in jumps)
+    return ports == d if regular else 0 < ports <= d
+
+
+def _score(n: int, jumps, objective: str, W: np.ndarray) -> float:
+    dist = residue_distances(n, jumps)
+    if objective == "diameter":
+        return float(dist.max())
+    return float(np.dot(W, np.where(W > 0, dist, 0.0))) if np.isfinite(dist).all() else math.inf
+
+
+def heuristic_jumps(instance: Instance, cands: list[int], objective: str, seed: int):
+    """Best of TotientPerms and seeded random feasible jump sets under a combinatorial
+    objective (``diameter`` or ``total_hops``); ``None`` if no sample is feasible."""
+    n, d, regular = instance.n, instance.degree, instance.regular
+    pool: list[tuple[int, ...]] = []
+    try:
+        from ..heuristics.totient import totient_jumps
+
+        tj = tuple(sorted({min(p % n, n - p % n) for p in totient_jumps(n, d)}))
+        if set(tj) <= set(cands) and _feasible(n, d, regular, tj):
+            pool.append(tj)
+    except (ImportError, ValueError):
+        pass
+    rng = np.random.default_rng(seed)
+    half = [p for p in cands if 2 * p == n]
+    full = [p for p in cands if 2 * p != n]
+    for _ in range(N_RANDOM_INCUMBENTS):
+        use_half = bool(half) and (d % 2 == 1 or (not regular and rng.random() < 0.5))
+        k = (d - (1 if use_half else 0)) // 2
+        if k > len(full):
+            continue
+        pick = tuple(sorted(int(p) for p in rng.choice(full, size=k, replace=False)))
+        js = pick + ((half[0],) if use_half else ())
+        if _feasible(n, d, regular, js):
+            pool.append(js)
+    W = residue_weights(instance)
+    scored = [(_score(n, js, objective, W), js) for js in dict.fromkeys(pool)]
+    scored = [s for s in scored if math.isfinite(s[0])]
+    return min(scored) if scored else None
+
+
+def _rep(n: int, x: int) -> int:
+    x %= n
+    return min(x, n - x)
+
+
+def _mult(n: int, v: int) -> int:
+    return 1 if v == 0 or 2 * v == n else 2
+
+
+def _max_jumps(n: int, d: int, cands: list[int]) -> int:
+    """Most jumps a port budget of ``d`` admits: ``k`` full rings (2 ports) plus the matching."""
+    k = min(sum(1 for p in cands if 2 * p != n), d // 2)
+    half = any(2 * p == n for p in cands) and 2 * k + 1 <= d
+    return k + int(half)
+
+
+def _horizon(instance: Instance, objective: str, cands, seed: int) -> tuple[int, tuple | None]:
+    """Largest hop layer ``H`` the reach model needs (see module docstring) and the incumbent."""
+    n = instance.n
+    inc = heuristic_jumps(instance, cands, objective, seed)
+    if objective == "diameter":
+        return (int(inc[0]) if inc else n // 2), (inc[1] if inc else None)
+    H = max(1, n // 2)
+    Ws = _sym_weights(residue_weights(instance))[1:]
+    wmin = float(Ws.min()) if Ws.size else 0.0
+    if inc and wmin > 0:
+        H = min(H, int(math.floor(math.sqrt(inc[0] / wmin) + 1e-9)))
+    return max(H, 1), (inc[1] if inc else None)
+
+
+# -- reach model --------------------------------------------------------------------------------
+def build_reach_milp(n, d, regular, cands, H, objective, wsym, m_max):
+    """PuLP reach model (module docstring); returns ``(problem, y, r)``."""
+    prob = pulp.LpProblem("select_reach", pulp.LpMinimize)
+    y = {p: pulp.LpVariable(f"y_{p}", cat=pulp.LpBinary) for p in cands}
+    ports = pulp.lpSum(port_cost(n, p) * y[p] for p in cands)
+    prob += (ports == d) if regular else (ports <= d), "ports"
+    reps = range(n // 2 + 1)
+    r = [{v: (1 if v == 0 else 0) for v in reps}]
+    for h in range(1, H + 1):
+        layer = {0: 1}
+        for v in reps[1:]:
+            layer[v] = pulp.LpVariable(f"r_{h}_{v}", cat=pulp.LpBinary)
+        for v in reps[1:]:
+            qs = []
+            for p in cands:
+                a, b = r[h - 1][_rep(n, v - p)], r[h - 1][_rep(n, v + p)]
+                if isinstance(a, int) and isinstance(b, int) and a + b == 0:
+                    continue
+                q = pulp.LpVariable(f"q_{h}_{v}_{p}", 0, 1)
+                prob += q <= y[p]
+                prob += q <= a + b
+                qs.append(q)
+            prob += layer[v] <= r[h - 1][v] + pulp.lpSum(qs)
+            if h > 1:
+                prob += r[h - 1][v] <= layer[v]
+        prob += pulp.lpSum(_mult(n, v) * layer[v] for v in reps[1:]) <= ball(m_max, h) - 1
+        r.append(layer)
+    if objective == "diameter":
+        w = [pulp.LpVariable(f"w_{h}", cat=pulp.LpBinary) for h in range(H)]
+        for h in range(1, H):
+            for v in reps[1:]:
+                prob += w[h] <= r[h][v]
+            if h + 1 < H:
+                prob += w[h] <= w[h + 1]
+        prob += w[0] == (1 if n == 1 else 0)
+        prob.setObjective(H - pulp.lpSum(w))
+    else:
+        prob.setObjective(pulp.lpSum(float(wsym[v]) * (H - pulp.lpSum(r[h][v] for h in range(H)))
+                                     for v in reps[1:] if wsym[v] > 0))
+    for v in reps[1:]:
+        prob += r[H][v] == 1
+    return prob, y, r
+
+
+def build_reach_cpsat(n, d, regular, cands, H, objective, wunits, m_max):
+    """CP-SAT reach model (same constraints as :func:`build_reach_milp`, Boolean ``q``)."""
+    m = cp_model.CpModel()
+    y = {p: m.NewBoolVar(f"y_{p}") for p in cands}
+    ports = sum(port_cost(n, p) * y[p] for p in cands)
+    m.Add(ports == d) if regular else m.Add(ports <= d)
+    reps = range(n // 2 + 1)
+    r = [{v: (1 if v == 0 else 0) for v in reps}]
+    for h in range(1, H + 1):
+        layer = {0: 1}
+        for v in reps[1:]:
+            layer[v] = m.NewBoolVar(f"r_{h}_{v}")
+        for v in reps[1:]:
+            support = [] if isinstance(r[h - 1][v], int) else [r[h - 1][v]]
+            for p in cands:
+                a, b = _rep(n, v - p), _rep(n, v + p)
+                if 0 in (a, b):
+                    support.append(y[p])  # 0 is reached at every layer: one hop along p
+                    continue
+                nb = [x for x in (r[h - 1][a], r[h - 1][b]) if not isinstance(x, int)]
+                if not nb:
+                    continue
+                q = m.NewBoolVar(f"q_{h}_{v}_{p}")
+                m.AddImplication(q, y[p])
+                m.AddBoolOr(nb).OnlyEnforceIf(q)
+                support.append(q)
+            m.AddBoolOr(support).OnlyEnforceIf(layer[v]) if support else m.Add(layer[v] == 0)
+            if h > 1:
+                m.AddImplication(r[h - 1][v], layer[v])
+        m.Add(sum(_mult(n, v) * layer[v] for v in reps[1:]) <= ball(m_max, h) - 1)
+        r.append(layer)
+    for v in reps[1:]:
+        m.Add(r[H][v] == 1)
+    if objective == "diameter":
+        w = [m.NewBoolVar(f"w_{h}") for h in range(H)]
+        m.Add(w[0] == 0)
+        for h in range(1, H):
+            for v in reps[1:]:
+                m.AddImplication(w[h], r[h][v])
+            if h + 1 < H:
+                m.AddImplication(w[h], w[h + 1])
+        m.Minimize(H - sum(w))
+    else:
+        m.Minimize(sum(int(wunits[v]) * (H - sum(r[h][v] for h in range(H)))
+                       for v in reps[1:] if wunits[v] > 0))
+    return m, y, r
+
+
+# -- flow model ---------------------------------------------------------------------------------
+def _coins(n: int, cands: list[int]) -> list[tuple[int, int]]:
+    """``(coin, jump)`` pairs: ``+p`` and ``-p``, only ``+p`` for ``p = n/2``."""
+    out = []
+    for p in cands:
+        out.append((p, p))
+        if 2 * p != n:
+            out.append(((-p) % n, p))
+    return out
+
+
+def _rotation_invariant(D: np.ndarray) -> bool:
+    n = D.shape[0]
+    ref = D[0]
+    tol = 1e-9 * max(1.0, float(np.abs(D).max()))
+    return all(np.abs(np.roll(D[s], -s) - ref).max() <= tol for s in range(1, n))
+
+
+def build_flow_milp(n, d, regular, cands, w, sources, symmetric):
+    """PuLP max-concurrent-flow model with switchable rings; ``w[s][t]`` in units ``V``."""
+    prob = pulp.LpProblem("select_flow", pulp.LpMaximize)
+    y = {p: pulp.LpVariable(f"y_{p}", cat=pulp.LpBinary) for p in cands}
+    ports = pulp.lpSum(port_cost(n, p) * y[p] for p in cands)
+    prob += (ports == d) if regular else (ports <= d), "ports"
+    lam = pulp.LpVariable("lam", 0)
+    prob.setObjective(lam)
+    coins = _coins(n, cands)
+    f = {(s, i, c): pulp.LpVariable(f"f_{s}_{i}_{c}", 0) for s in sources for i in range(n)
+         for c, _ in coins}
+    for s in sources:
+        for v in range(n):
+            out = pulp.lpSum(f[s, v, c] for c, _ in coins)
+            inn = pulp.lpSum(f[s, (v - c) % n, c] for c, _ in coins)
+            rhs = float(w[s].sum() - w[s][s]) if v == s else -float(w[s][v])
+            prob += out - inn == rhs * lam
+    if symmetric:  # rotation-invariant reduction: arc type c carries the whole sum
+        for c, p in coins:
+            prob += pulp.lpSum(f[sources[0], i, c] for i in range(n)) <= y[p]
+    else:
+        for i in range(n):
+            for c, p in coins:
+                prob += pulp.lpSum(f[s, i, c] for s in sources) <= y[p]
+    return prob, y, lam, f
+
+
+def build_flow_cpsat(n, d, regular, cands, units, sources, symmetric):
+    """CP-SAT integer version: minimise the largest arc load ``U`` (integer units)."""
+    m = cp_model.CpModel()
+    y = {p: m.NewBoolVar(f"y_{p}") for p in cands}
+    ports = sum(port_cost(n, p) * y[p] for p in cands)
+    m.Add(ports == d) if regular else m.Add(ports <= d)
+    coins = _coins(n, cands)
+    total = int(sum(int(units[s].sum()) for s in sources))
+    U = m.NewIntVar(0, max(total, 1), "U")
+    f = {(s, i, c): m.NewIntVar(0, int(units[s].sum()), f"f_{s}_{i}_{c}") for s in sources
+         for i in range(n) for c, _ in coins}
+    for s in sources:
+        for v in range(n):
+            out = sum(f[s, v, c] for c, _ in coins)
+            inn = sum(f[s, (v - c) % n, c] for c, _ in coins)
+            rhs = int(units[s].sum() - units[s][s]) if v == s else -int(units[s][v])
+            m.Add(out - inn == rhs)
+    arcs = ([(None, c, p) for c, p in coins] if symmetric
+            else [(i, c, p) for i in range(n) for c, p in coins])
+    for i, c, p in arcs:
+        load = (sum(f[sources[0], j, c] for j in range(n)) if i is None
+                else sum(f[s, i, c] for s in sources))
+        m.Add(load <= U)
+        m.Add(load == 0).OnlyEnforceIf(y[p].Not())
+    m.Minimize(U)
+    return m, y, U, f
+
+
+# -- solve ------------------------------------------------------------------------------------------
+def _chosen(values: dict[str, float], cands) -> tuple[int, ...]:
+    return tuple(p for p in cands if values.get(f"y_{p}", 0.0) > 0.5)
+
+
+def _flow_routing(instance, topo, rings, n, cands, sources, symmetric, flow_value, dem):
+    """Routing from source flows; ``dem[s][t]`` per source (model units, any scale)."""
+    coins = _coins(n, cands)
+    pair_paths = {}
+    for s in sources:
+        arc = {}
+        for i in range(n):
+            for c, _ in coins:
+                val = flow_value(s, i, c)
+                if val > 0:
+                    arc[(i, (i + c) % n)] = arc.get((i, (i + c) % n), 0.0) + val
+        paths = _exact.decompose_source(s, arc, {t: float(dem[s][t]) for t in range(n)})
+        if symmetric:
+            for shift in range(n):
+                for t, ps in paths.items():
+                    pair_paths[(shift, (t + shift) % n)] = [
+                        (tuple((x + shift) % n for x in path), fr) for path, fr in ps]
+        else:
+            pair_paths.update({(s, t): ps for t, ps in paths.items()})
+    return _exact.routing_from_pair_paths(instance, topo, rings, pair_paths)
+
+
+def _solve(instance: Instance, options: SolveOptions, backend: str) -> SolveResult:
+    t0 = time.perf_counter()
+    method = f"select-{backend}"
+    n, d, regular = instance.n, instance.degree, instance.regular
+    objective = options.objective
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective: unknown {objective!r} (known: {', '.join(OBJECTIVES)})")
+    cands = candidate_jumps(n, d, options.candidates)
+    rings = default_rings(instance)
+    if objective == "comm_time":
+        return _solve_flow(instance, options, backend, method, cands, rings, t0)
+    H, inc = _horizon(instance, objective, cands, options.seed)
+    m_max = _max_jumps(n, d, cands)
+    W = residue_weights(instance)
+    wsym = _sym_weights(W)
+    total = float(W.sum())
+    hint = {f"y_{p}": float(p in inc) for p in cands} if inc else None
+    exact = True
+    if backend == "milp":
+        wn = wsym / total if total > 0 else wsym
+        prob, _, _ = build_reach_milp(n, d, regular, cands, H, objective, wn, m_max)
+        out = solve_pulp(prob, options, hint)
+        to_obj = 1.0 if objective == "diameter" else total
+    else:
+        units, scale, exact = _exact.integer_units(wsym, 10**6)
+        model, y, _ = build_reach_cpsat(n, d, regular, cands, H, objective, units, m_max)
+        out, _ = _run_cpsat(model, options, {y[p]: float(p in inc) for p in cands} if inc else None)
+        to_obj = 1.0 if objective == "diameter" else scale
+    runtime = time.perf_counter() - t0
+    if not out.status.has_solution:
+        return _exact.failed_result(method, options, out, runtime)
+    jumps = _chosen(out.values, cands)
+    topo = Topology.circulant(n, jumps)
+    dist = residue_distances(n, jumps)
+    value = float(dist.max()) if objective == "diameter" else float(np.dot(W, dist))
+    bound = None if out.bound is None else out.bound * to_obj
+    status, notes = out.status, [out.message] if out.message else []
+    if objective == "diameter" and bound is not None:
+        bound = float(math.ceil(bound - 1e-6))  # diameters are integers
+    if bound is not None and value < bound <= value * (1 + _exact.OBJ_TOL) + 1e-9:
+        bound = value
+    if status is Status.OPTIMAL and (not exact) and bound is not None and value > 0 and \
+            (value - bound) / value > max(options.mip_gap, _exact.OBJ_TOL):
+        status = Status.FEASIBLE
+        notes.append("optimal for the integer-scaled weights only")
+    routing = _exact.shortest_routing(instance, topo, rings, options.seed)
+    from ..evaluate import avg_hops
+
+    params = {**options.as_params(), "jumps": list(jumps), "diameter": float(dist.max()),
+              "avg_hops": avg_hops(routing), "horizon": H}
+    return SolveResult(
+        method=method, status=status, objective=value, bound=bound, runtime_s=runtime,
+        topology=topo, routing=routing, seed=options.seed, params=params, backend=out.backend,
+        backend_version=out.version, objective_kind=objective,
+        scale=None if backend == "milp" or objective == "diameter" else to_obj,
+        message="; ".join(notes),
+    )
+
+
+def _solve_flow(instance, options, backend, method, cands, rings, t0) -> SolveResult:
+    n, d, regular = instance.n, instance.degree, instance.regular
+    D = _exact.demand_matrix(instance, rings)
+    V = _exact.volume_unit(instance)
+    spu = _exact.seconds_per_unit(instance)
+    symmetric = _rotation_invariant(D)
+    sources = [0] if symmetric else [s for s in range(n) if D[s].sum() > 0]
+    w = D / V
+    warm = options.extra.get("warm_jumps")
+    if backend == "milp":
+        prob, y, lam, f = build_flow_milp(n, d, regular, cands, w, sources, symmetric)
+        hint = {f"y_{p}": float(p in warm) for p in cands} if warm else None
+        out = solve_pulp(prob, options, hint)
+        runtime = time.perf_counter() - t0
+        if not out.status.has_solution:
+            return _exact.failed_result(method, options, out, runtime)
+        jumps = _chosen(out.values, cands)
+        topo = Topology.circulant(n, jumps)
+        lam_v, lam_b = out.objective, out.bound
+        routing = _flow_routing(instance, topo, rings, n, cands, sources, symmetric,
+                                lambda s, i, c: out.values.get(f"f_{s}_{i}_{c}", 0.0),
+                                w * max(lam_v or 0.0, 0.0))
+        model_obj = spu / lam_v if lam_v and lam_v > 0 else None
+        bound = None if lam_b is None else (0.0 if lam_b <= 0 else spu / lam_b)
+        return _exact.comm_time_result(method, instance, options, out, topo, routing, model_obj,
+                                       bound, runtime,
+                                       message=f"sources={len(sources)}; jumps={list(jumps)}")
+    units, scale, exact = _exact.integer_units(D, 10**4)
+    res = int(options.extra.get("flow_resolution", CPSAT_FLOW_RESOLUTION))
+    units, scale = units * res, scale / res
+    model, y, U, f = build_flow_cpsat(n, d, regular, cands, units, sources, symmetric)
+    out, solver = _run_cpsat(model, options, None)
+    runtime = time.perf_counter() - t0
+    if not out.status.has_solution:
+        return _exact.failed_result(method, options, out, runtime)
+    jumps = _chosen(out.values, cands)
+    topo = Topology.circulant(n, jumps)
+    routing = _flow_routing(instance, topo, rings, n, cands, sources, symmetric,
+                            lambda s, i, c: float(solver.Value(f[s, i, c])), units)
+    B = instance.link_bytes_per_s
+    bound = None if out.bound is None else out.bound * scale / B
+    return _exact.comm_time_result(
+        method, instance, options, out, topo, routing, None, bound, runtime, scale=scale,
+        exact_model=False,
+        message=f"integer flows in units of {scale:.6g} bytes; bound valid for that model")
+
+
+def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
+    """Exact ring-jump selection as a MILP (PuLP; HiGHS or CBC). See the module docstring."""
+    return _solve(instance, options, "milp")
+
+
+def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
+    """Exact ring-jump selection with CP-SAT. See the module docstring."""
+    return _solve(instance, options, "cpsat")
