@@ -203,7 +203,64 @@ def read_solution(path: str | Path) -> dict:
     if not isinstance(data, dict) or data.get("format") != SOLUTION_FORMAT:
         got = data.get("format") if isinstance(data, dict) else None
         raise SolutionError(f"format: expected {SOLUTION_FORMAT!r}, got {got!r}")
+    _check_shape(data)
     return data
+
+
+# -- shape of a solution file: the readers below index it freely, so a malformed file must be
+# refused here, naming the field, instead of surfacing as a KeyError deep inside a reader.
+def _need(obj: Any, key: str, kinds: tuple[type, ...], where: str, nullable: bool = False) -> Any:
+    if not isinstance(obj, dict) or key not in obj:
+        raise SolutionError(f"{where}.{key}: required field is missing".lstrip("."))
+    value = obj[key]
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+        names = {dict: "object", int: "integer", float: "number"}.get(kinds[-1], kinds[-1].__name__)
+        raise SolutionError(f"{where}.{key}: expected {names}, got {value!r}".lstrip("."))
+    return value
+
+
+def _ints(values: list, where: str) -> None:
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise SolutionError(f"{where}: expected node ids (integers), got {v!r}")
+
+
+_NUM = (int, float)
+
+
+def _check_shape(data: dict) -> None:
+    """Raise :class:`SolutionError` naming the first field of a malformed solution object."""
+    _need(data, "instance", (dict,), "")
+    _need(data, "status", (str,), "")
+    for key in ("objective", "bound"):
+        if key in data:
+            _need(data, key, _NUM, "", nullable=True)
+    topo = _need(data, "topology", (dict,), "", nullable=True)
+    if topo is not None:
+        _need(topo, "n", (int,), "topology")
+        for k, row in enumerate(_need(topo, "links", (list,), "topology")):
+            if not isinstance(row, list) or len(row) != 3:
+                raise SolutionError(f"topology.links[{k}]: expected [i, j, count]")
+            _ints(row, f"topology.links[{k}]")
+    routing = _need(data, "routing", (dict,), "", nullable=True)
+    if routing is None:
+        return
+    for k, ring in enumerate(_need(routing, "rings", (list,), "routing")):
+        where = f"routing.rings[{k}]"
+        _need(ring, "group", (int,), where)
+        _ints(_need(ring, "order", (list,), where), f"{where}.order")
+        _need(ring, "share", _NUM, where)
+    for k, com in enumerate(_need(routing, "commodities", (list,), "routing")):
+        where = f"routing.commodities[{k}]"
+        for key in ("src", "dst", "tag"):
+            _need(com, key, (int,), where)
+        _need(com, "bytes", _NUM, where)
+        _need(com, "kind", (str,), where)
+        for q, path in enumerate(_need(com, "paths", (list,), where)):
+            _ints(_need(path, "nodes", (list,), f"{where}.paths[{q}]"), f"{where}.paths[{q}].nodes")
+            _need(path, "fraction", _NUM, f"{where}.paths[{q}]")
 
 
 def result_from_solution(data: dict) -> SolveResult:
