@@ -1,0 +1,395 @@
+"""alloc: degree-constrained integer link allocation together with routing (MILP and CP-SAT).
+
+Decision. A symmetric integer link matrix ``x[i][j] in {0, .., cap}`` (multi-links allowed up
+to ``cap = options.extra["max_multiplicity"]``, default ``d``) with the port budget::
+
+    sum_j x[i][j] = d   (regular instance; "<= d" otherwise)
+
+and a routing of every commodity (MP demands, ring edges of the AllReduce rings).
+
+MILP (throughput form). Minimising ``T = max_a load(a) / (B x_a)`` is bilinear in ``x``.
+Since all loads scale with the demand, ``T`` is minimal exactly when the demand multiplier
+``lambda`` that still fits under the capacities is maximal, and ``T = 1 / lambda``::
+
+    max lambda
+    s.t. sum_j f[s][v, j] - sum_j f[s][j, v] = lambda * (w_s [v = s] - w[s][v])   all s, v
+         sum_s f[s][i, j] <= x[i][j]                                         all i != j
+         f >= 0,  lambda <= 1
+
+with flows ``f[s]`` aggregated by source over the arcs of the complete graph (volumes in
+units ``V``, one link = capacity 1, see :mod:`._exact`), ``w[s][v]`` the demand and ``w_s``
+its row sum. ``lambda <= 1`` is valid because the ideal-switch time is 1 unit. The objective
+and the bound (HiGHS ``mip_dual_bound`` on ``lambda``, also on time-out) are reported in
+seconds as ``V / (B lambda)``.
+
+AllReduce rings (``options.extra["rings"]``):
+
+* ``"given"`` (default): the instance's member order (``default_rings``); ``"totient"``: the
+  TotientPerms ring orders. Ring edges are fixed demands.
+* ``"choose"``: every group may split its volume over the TotientPerms candidate orders
+  ``member[(i m) mod k]``, ``gcd(m, k) = 1`` (sorted members). With shares ``sigma_c`` the
+  demand ``lambda sigma_c`` is bilinear; substituting ``tau_c = lambda sigma_c`` (so
+  ``sum_c tau_c = lambda``) keeps the model linear, and ``sigma_c = tau_c / lambda``.
+
+Symmetry breaking (given rings only). Nodes ``i, j`` are interchangeable when swapping them
+maps the demand matrix onto itself; this is an equivalence relation (transpositions compose),
+and every permutation of a class ``Q`` is then an automorphism of the traffic. For the
+largest class and an anchor ``k0`` outside it (or its first node, removed from it, when
+``Q`` is everything), any solution can be relabelled by sorting ``Q`` on ``x[k0][q]``, so
+``x[k0][q_1] >= x[k0][q_2] >= ...`` is valid. Only one chain is added: chains for several
+classes could contradict each other.
+
+Warm start: ``options.warm_start`` or, when it is ``None``, the ``topologyfinder`` heuristic
+(if available) -- its links become a MIP start / CP-SAT hint when they fit ``cap``.
+
+CP-SAT (``solve_cpsat``): integer links, and every commodity pair ``(s, t)`` takes *one* path
+among the ``options.k_paths`` shortest paths of the complete graph ``K_n`` (ties broken by
+node order; ``options.extra["cpsat_paths"] = "two_hop"`` uses all paths of at most two hops);
+a chosen path forces ``x_e >= 1`` on its links. Volumes are integer units (rounded down,
+``scale`` recorded), the load of arc ``a`` is at most ``U x_a`` via the value indicators of
+``x_a``, and ``T = U scale / B``. This is a restricted (unsplittable, path-limited) problem:
+its optimum can exceed the fractional MILP optimum, and its bound is valid for that problem.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import defaultdict
+from itertools import combinations, permutations
+from math import gcd
+
+import numpy as np
+import pulp
+from ortools.sat.python import cp_model
+
+from ..backends.cpsat_backend import solve_cpsat as _run_cpsat
+from ..backends.pulp_backend import solve_pulp
+from ..instance import Instance
+from ..result import SolveOptions, SolveResult
+from ..topology import Ring, Topology, default_rings
+from . import _exact
+
+log = logging.getLogger(__name__)
+
+RING_MODES = ("given", "totient", "choose")
+
+
+# -- building blocks shared with the joint family -------------------------------------------------
+def link_vars_milp(prob, n: int, d: int, regular: bool, cap: int) -> dict[tuple[int, int], pulp.LpVariable]:
+    """``x[i, j]`` (``i < j``) with the port budget; ``x[j, i]`` is the same variable."""
+    x = {}
+    for i, j in combinations(range(n), 2):
+        x[i, j] = x[j, i] = pulp.LpVariable(f"x_{i}_{j}", 0, cap, cat=pulp.LpInteger)
+    for i in range(n):
+        ports = pulp.lpSum(x[i, j] for j in range(n) if j != i)
+        prob += (ports == d) if regular else (ports <= d), f"ports_{i}"
+    return x
+
+
+def flow_vars_milp(prob, n: int, x, demand: dict[int, dict[int, object]]):
+    """Source-aggregated flows on the complete graph carrying ``demand[s][t]`` (expressions)
+    under the link capacities ``x``; returns ``f[s, i, j]``."""
+    f = {}
+    for s, row in demand.items():
+        for i, j in permutations(range(n), 2):
+            if j != s:  # no flow ever needs to re-enter its source
+                f[s, i, j] = pulp.LpVariable(f"f_{s}_{i}_{j}", 0)
+        for v in range(n):
+            if v == s:
+                continue
+            inn = pulp.lpSum(f[s, u, v] for u in range(n) if (s, u, v) in f)
+            out = pulp.lpSum(f[s, v, u] for u in range(n) if (s, v, u) in f)
+            prob += inn - out == row.get(v, 0), f"cons_{s}_{v}"
+    for i, j in permutations(range(n), 2):
+        terms = [f[s, i, j] for s in demand if (s, i, j) in f]
+        if terms:
+            prob += pulp.lpSum(terms) <= x[i, j], f"cap_{i}_{j}"
+    return f
+
+
+def interchangeable_classes(D: np.ndarray) -> list[list[int]]:
+    """Classes of nodes whose transposition maps ``D`` onto itself (module docstring)."""
+    n = D.shape[0]
+    tol = 1e-9 * max(1.0, float(np.abs(D).max()))
+    classes: list[list[int]] = []
+    for v in range(n):
+        for cls in classes:
+            u = cls[0]
+            perm = np.arange(n)
+            perm[[u, v]] = [v, u]
+            if np.abs(D[np.ix_(perm, perm)] - D).max() <= tol:
+                cls.append(v)
+                break
+        else:
+            classes.append([v])
+    return classes
+
+
+def symmetry_chain(D: np.ndarray) -> tuple[int, list[int]] | None:
+    """``(anchor, ordered class)`` for the single valid chain, or ``None``."""
+    classes = interchangeable_classes(D)
+    big = max(classes, key=len)
+    n = D.shape[0]
+    if len(big) == n:
+        return (big[0], big[1:]) if n >= 3 else None
+    if len(big) < 2:
+        return None
+    anchor = next(v for v in range(n) if v not in big)
+    return anchor, big
+
+
+def totient_orders(members) -> list[tuple[int, ...]]:
+    """TotientPerms candidate ring orders of a group: ``member[(i m) mod k]``, ``gcd(m,k)=1``."""
+    ms = sorted(members)
+    k = len(ms)
+    return [tuple(ms[(i * m) % k] for i in range(k)) for m in range(1, k) if gcd(m, k) == 1] or [
+        tuple(ms)]
+
+
+def warm_topology(instance: Instance, options: SolveOptions, cap: int) -> Topology | None:
+    """The warm-start topology: ``options.warm_start`` or TopologyFinder's, if it fits."""
+    topo = options.warm_start.topology if options.warm_start is not None else None
+    if topo is None and options.extra.get("auto_warm_start", True):
+        from .. import registry
+
+        if registry.available("topologyfinder"):
+            try:
+                res = registry.solve(instance, "topologyfinder", options.with_(warm_start=None))
+                topo = res.topology
+            except Exception as exc:  # a heuristic failure must not stop the exact model
+                log.warning("topologyfinder warm start failed: %s", exc)
+    if topo is None or topo.n != instance.n:
+        return None
+    deg = topo.degrees()
+    ok = topo.links.max() <= cap and (
+        (deg == instance.degree).all() if instance.regular else (deg <= instance.degree).all())
+    return topo if ok else None
+
+
+def _rings(instance: Instance, mode: str) -> list[Ring]:
+    if mode == "given":
+        return list(default_rings(instance))
+    if mode == "totient":
+        from ..heuristics.totient import build
+
+        rings = build(instance)[1]
+        covered = {r.group for r in rings}
+        return list(rings) + [Ring(g, tuple(grp.members)) for g, grp in
+                              enumerate(instance.allreduce) if g not in covered]
+    raise ValueError(f"rings: unknown ring mode {mode!r} (known: {', '.join(RING_MODES)})")
+
+
+def _cap(instance: Instance, options: SolveOptions) -> int:
+    return int(options.extra.get("max_multiplicity", instance.degree))
+
+
+# -- MILP ---------------------------------------------------------------------------------------------
+def build_milp(instance: Instance, options: SolveOptions):
+    """The throughput MILP of the module docstring; returns ``(prob, parts)``."""
+    n, d = instance.n, instance.degree
+    V = _exact.volume_unit(instance)
+    mode = options.extra.get("rings", "given")
+    prob = pulp.LpProblem("alloc", pulp.LpMaximize)
+    lam = pulp.LpVariable("lam", 0, 1)
+    prob.setObjective(lam)
+    x = link_vars_milp(prob, n, d, instance.regular, _cap(instance, options))
+    demand: dict[int, dict[int, object]] = defaultdict(lambda: defaultdict(float))
+    ring_terms: list[tuple[int, tuple[int, ...], pulp.LpVariable | None]] = []
+    if mode == "choose":
+        mp_only = _exact.demand_matrix(instance, [])
+        for s, t in zip(*np.nonzero(mp_only), strict=True):
+            demand[int(s)][int(t)] += float(mp_only[s, t] / V) * lam
+        for g, grp in enumerate(instance.allreduce):
+            if grp.edge_bytes <= 0:
+                continue
+            orders = totient_orders(grp.members)
+            taus = [pulp.LpVariable(f"tau_{g}_{c}", 0) for c in range(len(orders))]
+            prob += pulp.lpSum(taus) == lam, f"shares_{g}"
+            for order, tau in zip(orders, taus, strict=True):
+                ring_terms.append((g, order, tau))
+                k = len(order)
+                for i in range(k):
+                    demand[order[i]][order[(i + 1) % k]] += grp.edge_bytes / V * tau
+        D = None
+    else:
+        rings = _rings(instance, mode)
+        D = _exact.demand_matrix(instance, rings)
+        for s, t in zip(*np.nonzero(D), strict=True):
+            demand[int(s)][int(t)] += float(D[s, t] / V) * lam
+        ring_terms = [(r.group, r.order, None) for r in rings]
+        chain = symmetry_chain(D) if options.extra.get("symmetry", True) else None
+        if chain:
+            anchor, cls = chain
+            for a, b in zip(cls, cls[1:], strict=False):
+                prob += x[anchor, a] >= x[anchor, b], f"sym_{a}_{b}"
+    f = flow_vars_milp(prob, n, x, demand)
+    return prob, {"lam": lam, "x": x, "f": f, "demand": demand, "rings": ring_terms,
+                  "mode": mode, "V": V, "D": D}
+
+
+def _value(expr, values: dict[str, float]) -> float:
+    if isinstance(expr, int | float):
+        return float(expr)
+    return float(sum(c * values.get(v.name, 0.0) for v, c in expr.items()) + expr.constant)
+
+
+def extract_milp(instance, options, parts, values, method, out, runtime, spu):
+    """Topology, rings and routing from a MILP solution; the :class:`SolveResult`."""
+    n = instance.n
+    lam = values.get("lam", 0.0)
+    L = np.zeros((n, n), dtype=np.int64)
+    for i, j in combinations(range(n), 2):
+        L[i, j] = L[j, i] = int(round(values.get(f"x_{i}_{j}", 0.0)))
+    topo = Topology(L)
+    rings = []
+    for g, order, tau in parts["rings"]:
+        share = 1.0 if tau is None else (values.get(tau.name, 0.0) / lam if lam > 0 else 0.0)
+        if tau is None or share > 1e-9:
+            rings.append(Ring(g, tuple(order), share))
+    if any(tau is not None for _, _, tau in parts["rings"]):
+        rings = _normalise_shares(rings)
+    pair_paths = {}
+    for s, row in parts["demand"].items():
+        arc = {(i, j): values.get(v.name, 0.0) for (ss, i, j), v in parts["f"].items() if ss == s}
+        dem = {t: _value(e, values) for t, e in row.items()}
+        for t, ps in _exact.decompose_source(s, arc, dem).items():
+            pair_paths[(s, t)] = ps
+    routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed)
+    model_obj = spu / lam if lam > 0 else None
+    bound = None if out.bound is None else (0.0 if out.bound <= 0 else spu / min(out.bound, 1e300))
+    return _exact.comm_time_result(method, instance, options, out, topo, routing, model_obj, bound,
+                                   runtime, message=f"rings={parts['mode']}")
+
+
+def _normalise_shares(rings: list[Ring]) -> list[Ring]:
+    total: dict[int, float] = defaultdict(float)
+    for r in rings:
+        total[r.group] += r.share
+    return [Ring(r.group, r.order, r.share / total[r.group]) for r in rings]
+
+
+def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
+    """Integer link allocation + fractional routing as a MILP (PuLP; HiGHS or CBC)."""
+    t0 = time.perf_counter()
+    prob, parts = build_milp(instance, options)
+    warm = warm_topology(instance, options, _cap(instance, options))
+    start = None
+    if warm is not None:
+        start = {f"x_{i}_{j}": float(warm.links[i, j]) for i, j in combinations(range(instance.n), 2)}
+    out = solve_pulp(prob, options, start)
+    runtime = time.perf_counter() - t0
+    if not out.status.has_solution:
+        return _exact.failed_result("alloc-milp", options, out, runtime)
+    return extract_milp(instance, options, parts, out.values, "alloc-milp", out, runtime,
+                        _exact.seconds_per_unit(instance))
+
+
+# -- CP-SAT ---------------------------------------------------------------------------------------------
+def candidate_paths(n: int, s: int, t: int, k: int, mode: str = "ksp") -> list[tuple[int, ...]]:
+    """Paths of ``K_n`` from ``s`` to ``t``: the ``k`` shortest (ties by node order), or every
+    path of at most two hops (``mode = "two_hop"``)."""
+    paths = [(s, t)] + [(s, w, t) for w in range(n) if w not in (s, t)]
+    if mode == "two_hop":
+        return paths
+    if k > len(paths):
+        paths += [(s, a, b, t) for a in range(n) for b in range(n)
+                  if len({s, a, b, t}) == 4][: k - len(paths)]
+    return paths[:k]
+
+
+def link_vars_cpsat(m: cp_model.CpModel, n: int, d: int, regular: bool, cap: int):
+    """``x[i, j]`` with the port budget, and value indicators ``z[i, j][c] <=> x = c``."""
+    x, z = {}, {}
+    for i, j in combinations(range(n), 2):
+        var = m.NewIntVar(0, cap, f"x_{i}_{j}")
+        ind = [m.NewBoolVar(f"z_{i}_{j}_{c}") for c in range(cap + 1)]
+        m.AddExactlyOne(ind)
+        m.Add(var == sum(c * b for c, b in enumerate(ind)))
+        x[i, j] = x[j, i] = var
+        z[i, j] = z[j, i] = ind
+    for i in range(n):
+        ports = sum(x[i, j] for j in range(n) if j != i)
+        m.Add(ports == d) if regular else m.Add(ports <= d)
+    return x, z
+
+
+def path_loads_cpsat(m, n, x, z, items, cap):
+    """Path choice for ``items = [(key, units, paths, active)]`` (``active`` a literal or
+    ``None`` = always routed); returns ``(choice vars, U)`` with ``R load(a) <= U x_a``.
+
+    ``U`` counts ``1/R`` units with ``R = lcm(1..cap)``: ``max load / x`` is a fraction with
+    denominator at most ``cap``, so an integer ``U`` represents it exactly."""
+    total = sum(int(u) for _, u, _, _ in items) * lcm_upto(cap)
+    U = m.NewIntVar(0, max(total, 1), "U")
+    load: dict[tuple[int, int], list] = defaultdict(list)
+    choice = {}
+    for key, units, paths, active in items:
+        bs = [m.NewBoolVar(f"b_{key}_{k}") for k in range(len(paths))]
+        if active is None:
+            m.AddExactlyOne(bs)
+        else:
+            m.Add(sum(bs) == 1).OnlyEnforceIf(active)
+            m.Add(sum(bs) == 0).OnlyEnforceIf(active.Not())
+        for b, path in zip(bs, paths, strict=True):
+            for u, v in zip(path, path[1:], strict=False):
+                m.Add(x[u, v] >= 1).OnlyEnforceIf(b)
+                if units:
+                    load[u, v].append(int(units) * b)
+        choice[key] = bs
+    R = lcm_upto(cap)
+    for (u, v), terms in load.items():
+        expr = sum(terms)
+        m.Add(expr == 0).OnlyEnforceIf(z[u, v][0])
+        for c in range(1, cap + 1):
+            m.Add(R * expr <= c * U).OnlyEnforceIf(z[u, v][c])
+    m.Minimize(U)
+    return choice, U
+
+
+def lcm_upto(cap: int) -> int:
+    """``lcm(1, .., cap)``."""
+    return math.lcm(*range(1, max(cap, 1) + 1))
+
+
+def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
+    """Integer links + one path per commodity pair among candidate paths: CP-SAT."""
+    t0 = time.perf_counter()
+    n, d = instance.n, instance.degree
+    cap = _cap(instance, options)
+    mode = options.extra.get("rings", "given")
+    if mode == "choose":
+        raise ValueError("rings: CP-SAT alloc takes given ring orders; use joint-cpsat to choose")
+    rings = _rings(instance, mode)
+    D = _exact.demand_matrix(instance, rings)
+    pairs = [(int(s), int(t)) for s, t in zip(*np.nonzero(D), strict=True)]
+    units, scale, exact = _exact.integer_units(np.array([D[p] for p in pairs]), 10**5)
+    m = cp_model.CpModel()
+    x, z = link_vars_cpsat(m, n, d, instance.regular, cap)
+    pmode = options.extra.get("cpsat_paths", "ksp")
+    items = [((s, t), u, candidate_paths(n, s, t, options.k_paths, pmode), None)
+             for (s, t), u in zip(pairs, units, strict=True)]
+    choice, _ = path_loads_cpsat(m, n, x, z, items, cap)
+    warm = warm_topology(instance, options, cap)
+    hint = None
+    if warm is not None:
+        hint = {x[i, j]: float(warm.links[i, j]) for i, j in combinations(range(n), 2)}
+    out, solver = _run_cpsat(m, options, hint)
+    runtime = time.perf_counter() - t0
+    if not out.status.has_solution:
+        return _exact.failed_result("alloc-cpsat", options, out, runtime)
+    L = np.zeros((n, n), dtype=np.int64)
+    for i, j in combinations(range(n), 2):
+        L[i, j] = L[j, i] = solver.Value(x[i, j])
+    topo = Topology(L)
+    pair_paths = {}
+    for (key, _, paths, _), bs in zip(items, choice.values(), strict=True):
+        k = next(k for k, b in enumerate(bs) if solver.Value(b))
+        pair_paths[key] = [(paths[k], 1.0)]
+    routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed)
+    bound = None if out.bound is None else out.bound / lcm_upto(cap) * scale / instance.link_bytes_per_s
+    return _exact.comm_time_result(
+        "alloc-cpsat", instance, options, out, topo, routing, None, bound, runtime, scale=scale,
+        exact_model=exact, message=f"unsplittable over {pmode} candidate paths; units of "
+        f"{scale:.6g} bytes; bound valid for that model")
