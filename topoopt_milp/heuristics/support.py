@@ -96,8 +96,9 @@ def components(links: np.ndarray) -> np.ndarray:
 def connect_components(links: np.ndarray, degree: int | None = None) -> np.ndarray:
     """Merge all components by degree-preserving 2-swaps (in place and returned).
 
-    With ``degree`` given, two components that both have a node with a free port are first
-    joined by a new link on those ports (no swap needed).
+    With ``degree`` given (non-regular instances), free ports are used first: two components
+    that both have a free port get a new link; otherwise two free ports of one component are
+    spliced into a non-bridge link of the other.
 
     Components that cannot be merged this way (every link a bridge on both sides, or a node
     without links) are left alone and logged; routing then reports any unreachable demand."""
@@ -109,13 +110,8 @@ def connect_components(links: np.ndarray, degree: int | None = None) -> np.ndarr
             return L
         comps.sort(key=len, reverse=True)
         x, y = comps[0], comps[1]
-        if degree is not None:
-            fx = x[L[x].sum(axis=1) < degree]
-            fy = y[L[y].sum(axis=1) < degree]
-            if len(fx) and len(fy):
-                L[fx[0], fy[0]] += 1
-                L[fy[0], fx[0]] += 1
-                continue
+        if degree is not None and _join_over_free_ports(L, x, y, degree):
+            continue
         ex = _non_bridge_link(L, x)
         ey = _any_link(L, y) if ex is not None else _non_bridge_link(L, y)
         if ex is None and ey is not None:
@@ -127,6 +123,32 @@ def connect_components(links: np.ndarray, degree: int | None = None) -> np.ndarr
         for p, q, delta in ((a, b, -1), (c, e, -1), (a, c, 1), (b, e, 1)):
             L[p, q] += delta
             L[q, p] += delta
+
+
+def _free_slots(L: np.ndarray, nodes: np.ndarray, degree: int) -> list[int]:
+    free = degree - L[nodes].sum(axis=1)
+    return [int(v) for v, f in zip(nodes, free) for _ in range(max(int(f), 0))]
+
+
+def _join_over_free_ports(L: np.ndarray, x: np.ndarray, y: np.ndarray, degree: int) -> bool:
+    """Join components ``x`` and ``y`` using free ports: a new link when both have a free
+    port, else splice two free ports of one side into a non-bridge link ``(a, b)`` of the
+    other (remove ``(a, b)``, add ``(u1, a), (u2, b)``)."""
+    sx, sy = _free_slots(L, x, degree), _free_slots(L, y, degree)
+    if sx and sy:
+        edits = [(sx[0], sy[0], 1)]
+    else:
+        for slots, other in ((sy, x), (sx, y)):
+            if len(slots) >= 2 and (e := _non_bridge_link(L, other)) is not None:
+                (a, b), (u1, u2) = e, slots[:2]
+                edits = [(a, b, -1), (u1, a, 1), (u2, b, 1)]
+                break
+        else:
+            return False
+    for p, q, delta in edits:
+        L[p, q] += delta
+        L[q, p] += delta
+    return True
 
 
 def _any_link(L: np.ndarray, nodes: np.ndarray) -> tuple[int, int] | None:

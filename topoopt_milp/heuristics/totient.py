@@ -31,13 +31,19 @@ Instances (:func:`allreduce_topology`)
       layers all-reducing over the same replicas share their rings.
     * Connectivity: when the largest group is not the whole cluster, one ``+-1`` ring over all
       nodes (jump 1, 2 ports) keeps the graph connected; the groups get the remaining ports.
-    * Overlapping groups split a node's ports in proportion to their ring-edge volume
-      ``w_g = 2 (k-1)/k S_g``: group ``g`` gets ``floor(P w_g / max_{v in g} W_v)`` ports
-      where ``W_v`` sums ``w`` over the groups at node ``v``, so no node exceeds ``P``.
-      Disjoint groups get all ``P`` ports each. A group that gets no ports (or has zero
-      bytes) keeps the ring order of its sorted members, routed over the other links.
-    * Free ports of a regular instance (nodes outside every group, proportional leftovers)
-      are filled by :func:`~topoopt_milp.heuristics.support.fill_free_ports`.
+    * Overlapping groups split a node's ``P`` ports in proportion to their ring-edge volume
+      ``w_g = 2 (k-1)/k S_g``: the quota of group ``g`` is ``P w_g / max_{v in g} W_v``
+      where ``W_v`` sums ``w`` over the groups at node ``v`` (quotas at a node sum to at most
+      ``P``). Each group gets ``floor(quota / 2)`` rings; the leftover rings go by largest
+      remainder to groups whose members all still have 2 free ports; finally an even-sized
+      group whose members all have one free port gets the ``k/2`` matching. Disjoint groups
+      thus get all ``P`` ports each. A group without ports (or with zero bytes) keeps the
+      ring order of its sorted members, routed over the other links.
+    * Free ports of a regular instance (nodes outside every group, apportionment leftovers)
+      are filled by :func:`~topoopt_milp.heuristics.support.fill_free_ports`; a graph left
+      disconnected (overlapping groups) is joined by degree-preserving 2-swaps
+      (:func:`~topoopt_milp.heuristics.support.connect_components`). Either step drops the
+      circulant structure unless the result happens to be circulant.
     * Instances without AllReduce traffic get the plain circulant ``totient_jumps(n, d)``.
 
 Departures from the published artifact (each fixes a quirk where it bites; ``faithful=True``
@@ -72,6 +78,7 @@ from ..result import SolveOptions, SolveResult
 from ..topology import Ring, Topology
 from .support import (
     circulant_jumps,
+    connect_components,
     default_routing,
     fill_free_ports,
     heuristic_result,
@@ -190,6 +197,31 @@ def _group_rings(gids, members, jumps) -> list[Ring]:
     return rings
 
 
+def _apportion(n, merged, weight, ports, faithful) -> dict[tuple[int, ...], int]:
+    """Ports per merged group: whole rings by largest remainder of the proportional quota,
+    then a last single port (a matching) for even groups whose members all have one free."""
+    node_w = np.zeros(n)
+    for key, w in weight.items():
+        node_w[list(key)] += w
+    quota = {key: ports * weight[key] / node_w[list(key)].max() for key in merged}
+    rings = {key: floor(q / 2 + _TOL) for key, q in quota.items()}
+    used = np.zeros(n, dtype=np.int64)
+    for key, r in rings.items():
+        used[list(key)] += 2 * r
+    by_remainder = sorted(merged, key=lambda k: (rings[k] - quota[k] / 2, -weight[k], k))
+    for key in by_remainder:
+        if quota[key] / 2 - rings[key] > _TOL and (used[list(key)] + 2 <= ports).all():
+            rings[key] += 1
+            used[list(key)] += 2
+    alloc = {key: 2 * r for key, r in rings.items()}
+    if not faithful:  # the artifact only knows whole rings
+        for key in sorted(merged, key=lambda k: (-weight[k], k)):
+            if len(key) % 2 == 0 and (used[list(key)] + 1 <= ports).all():
+                alloc[key] += 1
+                used[list(key)] += 1
+    return alloc
+
+
 def allreduce_topology(
     instance: Instance, ports: int, faithful: bool = False
 ) -> tuple[np.ndarray, list[Ring], tuple[int, ...] | None]:
@@ -197,6 +229,8 @@ def allreduce_topology(
     node (see the module docstring): ``(L, rings, jumps)`` with ``jumps`` set when ``L`` is
     the circulant of those jumps."""
     n = instance.n
+    if faithful and ports % 2:
+        raise ValueError(f"degree: the published TotientPerms supports only even d, got {ports}")
     L = np.zeros((n, n), dtype=np.int64)
     merged: dict[tuple[int, ...], list[int]] = defaultdict(list)
     weight: dict[tuple[int, ...], float] = defaultdict(float)
@@ -218,17 +252,11 @@ def allreduce_topology(
         L += Topology.circulant(n, [1]).links
         declared.append(1)
         group_ports = ports - 2
-    node_w = np.zeros(n)
-    for key, w in weight.items():
-        node_w[list(key)] += w
+    alloc = _apportion(n, merged, weight, group_ports, faithful)
     declared_by_size: dict[int, tuple[int, ...]] = {}
     for key, gids in merged.items():
         k = len(key)
-        share = weight[key] / node_w[list(key)].max()
-        p = floor(group_ports * share + _TOL)
-        if faithful and p % 2:
-            p -= 1  # the artifact only knows whole rings
-        jumps = totient_jumps(k, p, faithful)
+        jumps = totient_jumps(k, alloc[key], faithful)
         _local_links(L, key, jumps)
         rings.extend(_group_rings(gids, key, jumps))
         if _is_coset(key, n) and k not in declared_by_size:
@@ -247,8 +275,12 @@ def allreduce_topology(
 def build(instance: Instance, faithful: bool = False) -> tuple[Topology, list[Ring]]:
     """The TotientPerms topology (all ``d`` ports) and ring orders for ``instance``."""
     L, rings, jumps = allreduce_topology(instance, instance.degree, faithful)
+    before = L.copy()
     if instance.regular and (L.sum(axis=1) < instance.degree).any():
         fill_free_ports(L, instance.degree)
+    if L.any():
+        connect_components(L, None if instance.regular else instance.degree)
+    if (before != L).any():
         jumps = circulant_jumps(L)
     return Topology(L, jumps), rings
 
