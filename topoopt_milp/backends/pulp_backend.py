@@ -134,7 +134,7 @@ def solve_pulp(
     if options.export:
         export_model(problem, options.export)
     if options.solver == "highs":
-        return solve_matrix(pulp_to_matrix(problem), options, warm_start)
+        return solve_matrix(pulp_to_matrix(problem), options.with_(export=None), warm_start)
     if options.solver == "cbc":
         return _solve_cbc(problem, options, warm_start)
     raise ValueError(f"solver: unknown PuLP solver {options.solver!r} (known: highs, cbc)")
@@ -148,6 +148,53 @@ def export_model(problem: pulp.LpProblem, path: str) -> None:
         problem.writeLP(path)
     else:
         raise ValueError(f"export: {path!r} must end with .mps or .lp")
+
+
+def solve_model(
+    model: MatrixModel, options: SolveOptions, warm_start: dict[str, float] | None = None
+) -> BackendOutcome:
+    """Solve an array model with ``options.solver``: HiGHS directly, CBC through PuLP
+    (:func:`matrix_to_pulp`; fine for the small models CBC is used on)."""
+    if options.solver == "highs":
+        return solve_matrix(model, options, warm_start)
+    if options.solver == "cbc":
+        return solve_pulp(matrix_to_pulp(model), options, warm_start)
+    raise ValueError(f"solver: unknown PuLP solver {options.solver!r} (known: highs, cbc)")
+
+
+def matrix_to_pulp(model: MatrixModel, name: str = "model") -> pulp.LpProblem:
+    """The PuLP model of an array model (variables named ``model.names``)."""
+    prob = pulp.LpProblem(name, pulp.LpMaximize if model.maximize else pulp.LpMinimize)
+
+    def bound(x: float) -> float | None:
+        return None if math.isinf(x) else float(x)
+
+    xs = [
+        pulp.LpVariable(nm, bound(lo), bound(up), cat=pulp.LpInteger if it else pulp.LpContinuous)
+        for nm, lo, up, it in zip(model.names, model.col_lower, model.col_upper, model.integer,
+                                  strict=True)
+    ]
+    prob += pulp.LpAffineExpression(
+        [(xs[j], float(c)) for j, c in enumerate(model.cost) if c], constant=model.offset
+    )
+    A = model.A.tocsr()
+    for r in range(A.shape[0]):
+        lo, up = model.row_lower[r], model.row_upper[r]
+        if math.isinf(lo) and math.isinf(up):
+            continue
+        lo_, hi_ = A.indptr[r], A.indptr[r + 1]
+        expr = pulp.LpAffineExpression(
+            [(xs[j], float(v)) for j, v in zip(A.indices[lo_:hi_], A.data[lo_:hi_], strict=True)]
+        )
+        rname = model.row_names[r] if model.row_names else f"r{r}"
+        if lo == up:
+            prob += pulp.LpConstraint(expr, pulp.LpConstraintEQ, rname, float(up))
+        else:
+            if not math.isinf(up):
+                prob += pulp.LpConstraint(expr, pulp.LpConstraintLE, rname + "_u", float(up))
+            if not math.isinf(lo):
+                prob += pulp.LpConstraint(expr, pulp.LpConstraintGE, rname + "_l", float(lo))
+    return prob
 
 
 def highs_version() -> str:
