@@ -123,6 +123,10 @@ def solve(instance_path, method, seed, time_limit, objective, candidates, routin
     metrics = None
     if result.topology is not None and result.routing is not None:
         metrics = evaluate(instance, result.topology, result.routing)
+        if "sndlib" in instance.meta:  # shared undirected capacities: SNDlib's congestion
+            from ..sndlib import congestion
+
+            metrics["max_link_utilization"] = congestion(instance, result.routing)
         problems = check_solution(instance.to_dict(), solution_dict(result, instance, metrics))
         if problems:
             # A solution the independent checker rejects is an error, whatever the solver said.
