@@ -1,0 +1,594 @@
+"""The route family: minimum communication time routing on a fixed topology.
+
+Given the topology ``L`` (``options.topology``) and the instance's commodities (MP demands and
+the ring edges of every AllReduce ring), choose paths and split fractions minimising
+
+    T_comm = max over capacity resources r of  load(r) / cap(r)
+
+where a resource is one directed arc ``(i, j)`` with ``cap = L[i, j] * B`` (the duplex cost
+model of DESIGN.md section 2) or, for SNDlib instances, one undirected link whose capacity is
+shared by both directions (``load(i->j) + load(j->i) <= U cap``; see :mod:`topoopt_milp.sndlib`).
+
+Variants (``options.variant``)
+------------------------------
+``fractional`` (default): the max-concurrent-flow LP. Source-aggregated arc formulation -- one
+flow ``f[s, a] >= 0`` per source ``s`` with demand and per arc ``a``::
+
+    min U
+    s.t. sum_{a into v} f[s, a] - sum_{a out of v} f[s, a] = D[s, v]   for all s, v != s
+         sum_s sum_{a in r} f[s, a] <= U * cap(r)                         for all resources r
+
+Aggregating commodities by source gives ``|S| |A|`` variables instead of ``|K| |A|``; the
+optimum is the same (any single-source flow decomposes into paths to its sinks). The flows
+are decomposed into simple paths (cycles dropped) to give every commodity its split.
+``extra["formulation"]`` selects ``"per-pair"`` (one flow per ``(s, t)``: same optimum, much
+larger, for the benchmark), ``"source"`` or ``"symmetric"``; the default ``"auto"`` uses the
+circulant symmetric reduction whenever it applies:
+
+* If the topology is circulant (``L[i, j]`` depends only on ``j - i mod n``) and so is the
+  aggregated demand matrix (MP demands plus ring edges), averaging any optimal routing over the
+  ``n`` rotations gives an optimal rotation-invariant one (the LP is convex and the problem is
+  invariant). Such a routing is the flow of source 0 rotated, and the load of arc
+  ``(i, i + delta)`` is the sum of source 0's flow over all arcs of difference ``delta``::
+
+      min U  s.t.  conservation of source 0;  sum_{(i, i+delta)} f[0, (i, i+delta)] <= U L[0, delta]
+
+  ``n d`` variables instead of ``n^2 d``.
+
+``ksp``: the path LP over the ``k = options.k_paths`` shortest simple paths of each pair
+(networkx ``shortest_simple_paths``): ``x[k, p] >= 0``, ``sum_p x[k, p] = 1``,
+``sum_{k,p: a in p, a in r} D_k x[k, p] <= U cap(r)``. Its optimum bounds the restricted
+problem only (it is at least the fractional optimum).
+
+``unsplittable``: one candidate path per commodity (binary ``y[c, p]``, ``sum_p y = 1``),
+MILP with HiGHS/CBC (:func:`solve_milp`) or CP-SAT (:func:`solve_cpsat`, integer volumes,
+the scale in ``SolveResult.scale``). Warm-started from shortest paths (candidate 0) or from
+``options.warm_start``'s single-path routes when they are candidates.
+
+Ring orders
+-----------
+From ``options.warm_start.routing.rings`` when given. Otherwise, for a circulant topology and a
+group that is a coset ``{s, s + n/g, ...}``, the TotientPerms order ``s, s + p, s + 2p, ...``
+for the smallest topology jump ``p`` with ``p = (n/g) m``, ``gcd(m, g) = 1`` -- every ring edge
+is then one link. Other groups keep their listed member order (:func:`default_rings`).
+
+Units and results
+-----------------
+Volumes in units of ``V`` bytes (:func:`_exact.volume_unit`), capacities in links (or the
+largest SNDlib capacity), so ``U`` is O(1). The reported objective is ``comm_time`` of the
+returned routing (SNDlib: its congestion); the bound is the solver's bound in seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+from ortools.sat.python import cp_model
+from scipy.sparse import coo_matrix
+
+from ..backends.cpsat_backend import solve_cpsat as run_cpsat
+from ..backends.pulp_backend import MatrixModel, solve_model
+from ..instance import Instance
+from ..result import SolveOptions, SolveResult, Status
+from ..topology import Commodity, Path, Ring, Routing, Topology, commodities_for, default_rings
+from . import _exact
+
+log = logging.getLogger(__name__)
+
+VARIANTS = ("fractional", "ksp", "unsplittable")
+FORMULATIONS = ("auto", "source", "per-pair", "symmetric")
+INF = math.inf
+
+
+# -- the problem on a fixed topology -------------------------------------------------------
+@dataclass(frozen=True)
+class RouteProblem:
+    """Commodities, arcs and capacity resources of one routing problem (model units).
+
+    ``arcs[a] = (u, v)``; resource ``r`` covers arcs ``res_arcs[r]`` with capacity
+    ``res_cap[r]``; ``D`` is the aggregated demand matrix in volume units. Seconds per model
+    time unit: ``unit / cap_unit``."""
+
+    instance: Instance
+    topology: Topology
+    rings: tuple[Ring, ...]
+    commodities: tuple[Commodity, ...]
+    D: np.ndarray
+    arcs: np.ndarray
+    res_arcs: tuple[np.ndarray, ...]
+    res_cap: np.ndarray
+    unit: float
+    cap_unit: float
+    shared: bool
+
+    @property
+    def sec_per_unit(self) -> float:
+        return self.unit / self.cap_unit
+
+
+def fixed_topology(instance: Instance, options: SolveOptions) -> Topology:
+    """``options.topology``, or the topology an SNDlib instance carries in its meta."""
+    if options.topology is not None:
+        if options.topology.n != instance.n:
+            raise ValueError(f"topology: has n = {options.topology.n}, instance has {instance.n}")
+        return options.topology
+    if "sndlib" in instance.meta:
+        from ..sndlib import sndlib_topology
+
+        return sndlib_topology(instance)
+    raise ValueError("topology: route-milp needs --topology SOL.json (the routing is solved on a "
+                     "fixed topology)")
+
+
+def ring_orders(instance: Instance, topology: Topology, options: SolveOptions) -> tuple[Ring, ...]:
+    """Ring orders to route (see the module docstring)."""
+    ws = options.warm_start
+    if ws is not None and ws.routing is not None and ws.routing.rings:
+        return tuple(ws.routing.rings)
+    rings = list(default_rings(instance))
+    if topology.jumps:
+        for k, r in enumerate(rings):
+            order = _coset_order(topology, r.order)
+            if order is not None:
+                rings[k] = Ring(r.group, order, r.share)
+    return tuple(rings)
+
+
+def _coset_order(topology: Topology, members: Sequence[int]) -> tuple[int, ...] | None:
+    n, g = topology.n, len(members)
+    if n % g:
+        return None
+    step = n // g
+    s = min(members)
+    if sorted(members) != sorted((s + k * step) % n for k in range(g)):
+        return None
+    for p in sorted({min(p % n, -p % n) for p in topology.jumps}):
+        if p % step or math.gcd(p // step, g) != 1:
+            continue
+        order = tuple((s + k * p) % n for k in range(g))
+        if all(topology.links[order[k], order[(k + 1) % g]] > 0 for k in range(g)):
+            return order
+    return None
+
+
+def build_problem(instance: Instance, options: SolveOptions) -> RouteProblem:
+    topology = fixed_topology(instance, options)
+    rings = ring_orders(instance, topology, options)
+    comms = tuple(commodities_for(instance, rings))
+    unit = _exact.volume_unit(instance)
+    n = instance.n
+    D = np.zeros((n, n))
+    for c in comms:
+        D[c.src, c.dst] += c.bytes / unit
+    L = topology.links
+    u, v = np.nonzero(L)
+    arcs = np.stack([u, v], axis=1)
+    shared = "sndlib" in instance.meta
+    if shared:
+        from ..sndlib import link_capacities
+
+        caps = link_capacities(instance)  # {(i, j): bytes/s}, i < j
+        index = {(int(a), int(b)): k for k, (a, b) in enumerate(arcs)}
+        cap_unit = max(caps.values())
+        res_arcs = tuple(np.array([index[(i, j)], index[(j, i)]]) for (i, j) in caps)
+        res_cap = np.array([c / cap_unit for c in caps.values()])
+    else:
+        cap_unit = instance.link_bytes_per_s
+        res_arcs = tuple(np.array([a]) for a in range(len(arcs)))
+        res_cap = L[u, v].astype(float)
+    unreachable = (D > 0) & ~np.isfinite(topology.hop_distances)
+    if unreachable.any():
+        s, t = (int(x) for x in np.argwhere(unreachable)[0])
+        raise ValueError(f"topology: no path from {s} to {t}, which has demand (disconnected)")
+    return RouteProblem(instance, topology, rings, comms, D, arcs, res_arcs, res_cap, unit,
+                        cap_unit, shared)
+
+
+# -- matrix assembly helpers -----------------------------------------------------------------
+def _capacity_rows(P: RouteProblem, arc_cols: list[tuple[np.ndarray, np.ndarray]], row0: int,
+                   u_col: int):
+    """Entries of ``sum_{cols on arcs of r} coef * x - cap(r) U <= 0`` for every resource.
+
+    ``arc_cols`` lists ``(arc index, column)`` pairs per block (coefficient 1) or with a third
+    coefficient array."""
+    arc_of_res = np.full(len(P.arcs), -1)
+    for r, arcs in enumerate(P.res_arcs):
+        arc_of_res[arcs] = r
+    rows, cols, vals = [], [], []
+    for block in arc_cols:
+        a, c = block[0], block[1]
+        w = block[2] if len(block) > 2 else np.ones(len(a))
+        rows.append(row0 + arc_of_res[a])
+        cols.append(c)
+        vals.append(w)
+    nres = len(P.res_arcs)
+    rows.append(row0 + np.arange(nres))
+    cols.append(np.full(nres, u_col))
+    vals.append(-P.res_cap)
+    return rows, cols, vals, nres
+
+
+def _model(rows, cols, vals, ncol, row_lo, row_up, names, integer=None, col_up=None):
+    r = np.concatenate(rows)
+    c = np.concatenate(cols)
+    v = np.concatenate(vals).astype(float)
+    A = coo_matrix((v, (r, c)), shape=(len(row_lo), ncol)).tocsc()
+    cost = np.zeros(ncol)
+    cost[ncol - 1] = 1.0  # U is always the last column
+    return MatrixModel(
+        A=A, cost=cost, col_lower=np.zeros(ncol),
+        col_upper=np.full(ncol, INF) if col_up is None else col_up,
+        row_lower=np.asarray(row_lo, dtype=float), row_upper=np.asarray(row_up, dtype=float),
+        integer=np.zeros(ncol, dtype=bool) if integer is None else integer, names=names,
+    )
+
+
+def _values(outcome, names: list[str]) -> np.ndarray:
+    vals = outcome.values
+    return np.array([vals.get(nm, 0.0) for nm in names])
+
+
+# -- fractional: source-aggregated, per-pair and symmetric arc LPs ----------------------------
+def symmetric_applies(P: RouteProblem) -> bool:
+    """Circulant topology and circulant aggregated demand (and no shared SNDlib capacity)."""
+    if P.shared:
+        return False
+    L, D, n = P.topology.links, P.D, P.instance.n
+    for i in range(1, n):
+        if not np.array_equal(L[i], np.roll(L[0], i)):
+            return False
+        if not np.allclose(D[i], np.roll(D[0], i), rtol=1e-12, atol=0):
+            return False
+    return True
+
+
+def _flow_lp(P: RouteProblem, sources: np.ndarray, demand: np.ndarray,
+             symmetric: bool = False) -> tuple[MatrixModel, int]:
+    """Arc LP with one flow per row of ``demand`` (``demand[k, v]`` enters ``v``, leaves
+    ``sources[k]``). Returns the model and the number of flow columns."""
+    n, m = P.instance.n, len(P.arcs)
+    K = len(sources)
+    tails, heads = P.arcs[:, 0], P.arcs[:, 1]
+    col = (np.arange(K)[:, None] * m + np.arange(m)[None, :]).ravel()
+    kk = np.repeat(np.arange(K), m)
+    aa = np.tile(np.arange(m), K)
+    rows = [kk * n + heads[aa], kk * n + tails[aa]]
+    cols = [col, col]
+    vals = [np.ones(K * m), -np.ones(K * m)]
+    row_lo = demand.ravel().copy()
+    row_up = demand.ravel().copy()
+    src_rows = np.arange(K) * n + sources
+    # The source's own row is implied by the others; leaving it free keeps the matrix full rank.
+    row_lo[src_rows], row_up[src_rows] = -INF, INF
+    u_col = K * m
+    if symmetric:
+        # capacity per difference class delta: all arcs (i, i + delta) share one row
+        n_ = n
+        delta = (heads - tails) % n_
+        classes = np.unique(delta)
+        cls_row = {int(d): k for k, d in enumerate(classes)}
+        r0 = K * n
+        rows.append(r0 + np.array([cls_row[int(d)] for d in delta]))
+        cols.append(np.arange(m))
+        vals.append(np.ones(m))
+        rows.append(r0 + np.arange(len(classes)))
+        cols.append(np.full(len(classes), u_col))
+        vals.append(-P.topology.links[0, classes].astype(float))
+        nres = len(classes)
+    else:
+        r, c, v, nres = _capacity_rows(P, [(aa, col)], K * n, u_col)
+        rows += r
+        cols += c
+        vals += v
+    row_lo = np.concatenate([row_lo, np.full(nres, -INF)])
+    row_up = np.concatenate([row_up, np.zeros(nres)])
+    names = [f"f{j}" for j in range(K * m)] + ["U"]
+    return _model(rows, cols, vals, K * m + 1, row_lo, row_up, names), K * m
+
+
+def _decompose(P: RouteProblem, sources, demand, flows: np.ndarray, pairs_of_row=None):
+    """Paths per ``(s, t)`` from per-row arc flows (model units)."""
+    pair_paths: dict[tuple[int, int], list[tuple[Path, float]]] = {}
+    arcs = [(int(u), int(v)) for u, v in P.arcs]
+    for k, s in enumerate(sources):
+        f = flows[k]
+        nz = np.flatnonzero(f > 1e-12)
+        arc_flow = {arcs[a]: float(f[a]) for a in nz}
+        dem = {int(t): float(demand[k, t]) for t in np.flatnonzero(demand[k] > 0)}
+        for t, paths in _exact.decompose_source(int(s), arc_flow, dem).items():
+            key = (int(s), t) if pairs_of_row is None else pairs_of_row[k]
+            pair_paths[key] = paths
+    return pair_paths
+
+
+def _solve_fractional(P: RouteProblem, options: SolveOptions):
+    form = options.extra.get("formulation", "auto")
+    if form not in FORMULATIONS:
+        raise ValueError(f"formulation: unknown {form!r} (known: {', '.join(FORMULATIONS)})")
+    n = P.instance.n
+    if form == "symmetric" and not symmetric_applies(P):
+        raise ValueError("formulation: the symmetric reduction needs a circulant topology and "
+                         "rotation-invariant traffic")
+    if form == "symmetric" or (form == "auto" and symmetric_applies(P)):
+        sources, demand = np.array([0]), P.D[:1]
+        model, nf = _flow_lp(P, sources, demand, symmetric=True)
+        outcome = solve_model(model, options)
+        if not outcome.status.has_solution:
+            return outcome, None, "symmetric"
+        f0 = _values(outcome, model.names)[:nf].reshape(1, -1)
+        base = _decompose(P, sources, demand, f0)
+        pair_paths = {}
+        for s in range(n):
+            for (_, t), paths in base.items():
+                pair_paths[(s, (t + s) % n)] = [
+                    (tuple((x + s) % n for x in p), fr) for p, fr in paths
+                ]
+        return outcome, pair_paths, "symmetric"
+    if form == "per-pair":
+        pairs = [tuple(int(x) for x in st) for st in np.argwhere(P.D > 0)]
+        sources = np.array([s for s, _ in pairs], dtype=int)
+        demand = np.zeros((len(pairs), n))
+        for k, (s, t) in enumerate(pairs):
+            demand[k, t] = P.D[s, t]
+        model, nf = _flow_lp(P, sources, demand)
+        outcome = solve_model(model, options)
+        if not outcome.status.has_solution:
+            return outcome, None, "per-pair"
+        flows = _values(outcome, model.names)[:nf].reshape(len(pairs), -1)
+        return outcome, _decompose(P, sources, demand, flows, pairs), "per-pair"
+    sources = np.flatnonzero(P.D.sum(axis=1) > 0)
+    demand = P.D[sources]
+    model, nf = _flow_lp(P, sources, demand)
+    outcome = solve_model(model, options)
+    if not outcome.status.has_solution:
+        return outcome, None, "source"
+    flows = _values(outcome, model.names)[:nf].reshape(len(sources), -1)
+    return outcome, _decompose(P, sources, demand, flows), "source"
+
+
+# -- path formulations: ksp LP, unsplittable MILP / CP-SAT -------------------------------------
+def candidate_paths(topology: Topology, pairs, k: int) -> dict[tuple[int, int], list[Path]]:
+    """The ``k`` shortest simple paths (hops) of every pair, shortest first."""
+    if k < 1:
+        raise ValueError(f"k_paths: need at least 1 path per commodity, got {k}")
+    g = topology.graph()
+    out = {}
+    for s, t in pairs:
+        paths = []
+        for p in nx.shortest_simple_paths(g, s, t):
+            paths.append(tuple(int(x) for x in p))
+            if len(paths) == k:
+                break
+        out[(s, t)] = paths
+    return out
+
+
+def _path_columns(P: RouteProblem, cands, items):
+    """Columns ``(item, path)`` and their (arc index, column, volume) incidence."""
+    arc_index = {(int(u), int(v)): a for a, (u, v) in enumerate(P.arcs)}
+    owners, paths, a_idx, c_idx, w = [], [], [], [], []
+    for k, (s, t, vol) in enumerate(items):
+        for p in cands[(s, t)]:
+            j = len(paths)
+            owners.append(k)
+            paths.append(p)
+            for x, y in zip(p, p[1:], strict=False):
+                a_idx.append(arc_index[(x, y)])
+                c_idx.append(j)
+                w.append(vol)
+    return (np.array(owners), paths, np.array(a_idx, dtype=int), np.array(c_idx, dtype=int),
+            np.array(w, dtype=float))
+
+
+def _path_model(P: RouteProblem, cands, items, integer: bool) -> tuple[MatrixModel, tuple]:
+    owners, paths, a_idx, c_idx, w = _path_columns(P, cands, items)
+    npath, K = len(paths), len(items)
+    rows = [owners]
+    cols = [np.arange(npath)]
+    vals = [np.ones(npath)]
+    r, c, v, nres = _capacity_rows(P, [(a_idx, c_idx, w)], K, npath)
+    rows += r
+    cols += c
+    vals += v
+    row_lo = np.concatenate([np.ones(K), np.full(nres, -INF)])
+    row_up = np.concatenate([np.ones(K), np.zeros(nres)])
+    names = [f"x{j}" for j in range(npath)] + ["U"]
+    ints = np.zeros(npath + 1, dtype=bool)
+    ints[:npath] = integer
+    col_up = np.full(npath + 1, INF)
+    col_up[:npath] = 1.0
+    model = _model(rows, cols, vals, npath + 1, row_lo, row_up, names, ints, col_up)
+    return model, (owners, paths, a_idx, c_idx, w)
+
+
+def _unsplit_items(P: RouteProblem):
+    return [(c.src, c.dst, c.bytes / P.unit) for c in P.commodities]
+
+
+def _start(P: RouteProblem, options: SolveOptions, cands, items) -> list[int]:
+    """Candidate index per commodity for the MIP start: the warm start's single path when it
+    is a candidate, else the shortest path (candidate 0)."""
+    chosen = [0] * len(items)
+    ws = options.warm_start
+    if ws is not None and ws.routing is not None:
+        single = {}
+        for c in ws.routing.commodities:
+            if len(c.paths) == 1:
+                single.setdefault((c.src, c.dst, c.kind, c.tag), c.paths[0][0])
+        for k, c in enumerate(P.commodities):
+            p = single.get((c.src, c.dst, c.kind, c.tag))
+            if p is not None and p in cands[(c.src, c.dst)]:
+                chosen[k] = cands[(c.src, c.dst)].index(p)
+    return chosen
+
+
+def _unsplit_routing(P: RouteProblem, cands, choice: Sequence[int]) -> Routing:
+    routed = tuple(
+        Commodity(c.src, c.dst, c.bytes, c.kind, c.tag, ((cands[(c.src, c.dst)][j], 1.0),))
+        for c, j in zip(P.commodities, choice, strict=True)
+    )
+    return Routing(P.rings, routed)
+
+
+def _solve_paths(P: RouteProblem, options: SolveOptions, integer: bool):
+    if integer:
+        items = _unsplit_items(P)
+    else:
+        items = [(int(s), int(t), float(P.D[s, t])) for s, t in np.argwhere(P.D > 0)]
+    cands = candidate_paths(P.topology, {(s, t) for s, t, _ in items}, options.k_paths)
+    model, (owners, paths, *_rest) = _path_model(P, cands, items, integer)
+    warm = None
+    if integer:
+        chosen = _start(P, options, cands, items)
+        start = np.zeros(len(paths))
+        offsets = np.searchsorted(owners, np.arange(len(items)))
+        start[offsets + np.array(chosen, dtype=int)] = 1.0
+        loads = model.A[len(items):, :-1] @ start
+        warm = {nm: float(x) for nm, x in zip(model.names, start, strict=False)}
+        warm["U"] = float(np.max(loads / P.res_cap)) if len(loads) else 0.0
+    outcome = solve_model(model, options, warm)
+    if not outcome.status.has_solution:
+        return outcome, None
+    x = _values(outcome, model.names)[:-1]
+    if integer:
+        choice = [0] * len(items)
+        for j in np.flatnonzero(x > 0.5):
+            k = owners[j]
+            choice[k] = j - int(np.searchsorted(owners, k))
+        return outcome, _unsplit_routing(P, cands, choice)
+    pair_paths: dict[tuple[int, int], list[tuple[Path, float]]] = {}
+    for k, (s, t, _vol) in enumerate(items):
+        idx = np.flatnonzero(owners == k)
+        fr = np.clip(x[idx], 0.0, None)
+        keep = fr > _exact.FLOW_EPS
+        tot = fr[keep].sum()
+        pair_paths[(s, t)] = [(paths[j], float(f / tot)) for j, f in
+                              zip(idx[keep], fr[keep], strict=True)]
+    return outcome, _exact.routing_from_pair_paths(P.instance, P.topology, P.rings, pair_paths,
+                                                   options.seed)
+
+
+# -- entry points ---------------------------------------------------------------------------
+def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
+    """``route-milp``: the variant ``options.variant`` with PuLP's solvers (HiGHS / CBC)."""
+    t0 = time.perf_counter()
+    if options.variant not in VARIANTS:
+        raise ValueError(f"variant: unknown {options.variant!r} (known: {', '.join(VARIANTS)})")
+    P = build_problem(instance, options)
+    note = ""
+    if options.variant == "fractional":
+        outcome, pair_paths, form = _solve_fractional(P, options)
+        note = f"formulation={form}"
+        routing = None
+        if pair_paths is not None:
+            routing = _exact.routing_from_pair_paths(instance, P.topology, P.rings, pair_paths,
+                                                     options.seed)
+    else:
+        outcome, routing = _solve_paths(P, options, options.variant == "unsplittable")
+        note = f"k_paths={options.k_paths}"
+    obj = outcome.objective * P.sec_per_unit if outcome.objective is not None else None
+    bound = outcome.bound * P.sec_per_unit if outcome.bound is not None else None
+    return finish("route-milp", P, options, outcome, routing, obj, bound,
+                  time.perf_counter() - t0, note=note)
+
+
+def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
+    """``route-cpsat``: unsplittable routing over ``k_paths`` candidates with CP-SAT.
+
+    Volumes become integers (:func:`_exact.integer_units`, rounded down so the bound stays
+    valid); with integer capacities ``cap(r)`` and ``M = lcm(cap)``, the objective is the
+    integer ``Z >= load(r) * M / cap(r)``, i.e. ``T = Z * scale / (M * cap_unit)`` seconds."""
+    t0 = time.perf_counter()
+    P = build_problem(instance, options)
+    items = _unsplit_items(P)
+    vols = np.array([c.bytes for c in P.commodities])
+    units, scale, exact = _exact.integer_units(vols, int(options.extra.get("cpsat_units", 10**5)))
+    # link counts, or SNDlib's own capacities (then cap_unit is 1 byte/s per unit)
+    caps_f = P.res_cap * P.cap_unit if P.shared else P.res_cap
+    denom = 1.0 if P.shared else P.cap_unit
+    caps = np.round(caps_f).astype(np.int64)
+    if not np.allclose(caps, caps_f) or (caps <= 0).any():
+        raise ValueError("capacity: route-cpsat needs integer link capacities (use --capacity "
+                         "unit for SNDlib files with fractional capacities)")
+    M = math.lcm(*caps.tolist()) if len(caps) else 1
+    cands = candidate_paths(P.topology, {(s, t) for s, t, _ in items}, options.k_paths)
+    owners, paths, a_idx, c_idx, _w = _path_columns(P, cands, items)
+    model = cp_model.CpModel()
+    y = [model.NewBoolVar(f"y{j}") for j in range(len(paths))]
+    for k in range(len(items)):
+        model.AddExactlyOne(y[j] for j in np.flatnonzero(owners == k))
+    arc_of_res = np.full(len(P.arcs), -1)
+    for r, arcs in enumerate(P.res_arcs):
+        arc_of_res[arcs] = r
+    total = int(units.sum()) * M
+    Z = model.NewIntVar(0, max(1, total), "Z")
+    terms: list[list[tuple[int, int]]] = [[] for _ in range(len(P.res_arcs))]
+    for a, j in zip(a_idx, c_idx, strict=True):
+        terms[arc_of_res[a]].append((j, int(units[owners[j]])))
+    for r, tr in enumerate(terms):
+        if tr:
+            mult = M // int(caps[r])
+            model.Add(sum(u * mult * y[j] for j, u in tr if u) <= Z)
+    model.Minimize(Z)
+    chosen = _start(P, options, cands, items)
+    offsets = np.searchsorted(owners, np.arange(len(items)))
+    hint = {y[int(offsets[k] + c)]: 1 for k, c in enumerate(chosen)}
+    outcome, solver = run_cpsat(model, options, hint)
+    routing = None
+    if outcome.status.has_solution:
+        choice = [0] * len(items)
+        for j, var in enumerate(y):
+            if solver.Value(var):
+                choice[owners[j]] = j - int(offsets[owners[j]])
+        routing = _unsplit_routing(P, cands, choice)
+    to_s = scale / (M * denom)
+    obj = outcome.objective * to_s if outcome.objective is not None else None
+    bound = outcome.bound * to_s if outcome.bound is not None else None
+    return finish("route-cpsat", P, options, outcome, routing, obj if exact else None, bound,
+                  time.perf_counter() - t0, scale=scale, exact_model=exact,
+                  note=f"k_paths={options.k_paths}; scale={scale:.6g} bytes/unit")
+
+
+def finish(method: str, P: RouteProblem, options: SolveOptions, outcome, routing: Routing | None,
+           obj_s: float | None, bound_s: float | None, runtime: float, scale: float | None = None,
+           exact_model: bool = True, note: str = "") -> SolveResult:
+    """The :class:`SolveResult`: objective recomputed from ``routing``, bound in seconds.
+
+    With a per-hop latency the models above ignore the latency term, so the bound adds the
+    smallest possible one (``max`` hop distance over commodities times the latency) and the
+    result is at best feasible. SNDlib instances report their congestion (``objective_kind =
+    "max_link_utilization"``)."""
+    inst = P.instance
+    if routing is None or not outcome.status.has_solution:
+        return _exact.failed_result(method, options, outcome, runtime, note)
+    if bound_s is not None and inst.latency_us > 0:
+        hops = max((P.topology.hop_distances[c.src, c.dst] for c in P.commodities), default=0)
+        bound_s += float(hops) * inst.latency_us * 1e-6
+    if not P.shared:
+        return _exact.comm_time_result(method, inst, options, outcome, P.topology, routing,
+                                       obj_s, bound_s, runtime, scale, exact_model, note)
+    from ..sndlib import congestion
+
+    obj = congestion(inst, routing)
+    status = outcome.status
+    if bound_s is not None and obj < bound_s <= obj * (1 + _exact.OBJ_TOL):
+        bound_s = obj
+    if status is Status.OPTIMAL and obj_s is not None and obj > obj_s * (1 + _exact.OBJ_TOL):
+        status = Status.FEASIBLE
+        note += f"; routing extraction gives {obj:.9g}, model said {obj_s:.9g}"
+    if status is Status.OPTIMAL and not exact_model:
+        status = Status.FEASIBLE
+        note += "; optimal for the integer-scaled model only (volumes rounded)"
+    msg = "; ".join(x for x in (outcome.message, note) if x)
+    return SolveResult(
+        method=method, status=status, objective=obj, bound=bound_s, runtime_s=runtime,
+        topology=P.topology, routing=routing, seed=options.seed, params=options.as_params(),
+        backend=outcome.backend, backend_version=outcome.version,
+        objective_kind="max_link_utilization", scale=scale, message=msg,
+    )
