@@ -159,12 +159,22 @@ class RunStore:
             elif isinstance(v, float) and not math.isfinite(v):
                 v = None  # SQLite has no inf/nan; None means "not available"
             row.append(v)
-        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        # ON CONFLICT covers only the primary key: a NOT NULL violation still aborts (an
+        # "INSERT OR IGNORE" would silently drop such a row).
+        if replace:
+            sets = ", ".join(f"{c} = excluded.{c}" for c in COLUMN_NAMES[1:])
+            conflict = f"ON CONFLICT(run_key) DO UPDATE SET {sets}"
+        else:
+            conflict = "ON CONFLICT(run_key) DO NOTHING"
         marks = ", ".join("?" for _ in COLUMN_NAMES)
-        with self.conn:  # one transaction per row
-            cur = self.conn.execute(
-                f"{verb} INTO runs ({', '.join(COLUMN_NAMES)}) VALUES ({marks})", row
-            )
+        sql = f"INSERT INTO runs ({', '.join(COLUMN_NAMES)}) VALUES ({marks}) {conflict}"
+        self.conn.execute("BEGIN IMMEDIATE")  # one transaction per row
+        try:
+            cur = self.conn.execute(sql, row)
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
         return cur.rowcount == 1
 
     # -- reading ------------------------------------------------------------------------
