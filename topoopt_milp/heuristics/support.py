@@ -93,6 +93,16 @@ def components(links: np.ndarray) -> np.ndarray:
     return labels
 
 
+def traffic_is_split(links: np.ndarray, instance: Instance) -> bool:
+    """True when some MP demand or AllReduce group spans two components of ``links``."""
+    labels = components(links)
+    if any(b > 0 and labels[s] != labels[t] for s, t, b in instance.mp):
+        return True
+    return any(
+        g.bytes > 0 and len({int(labels[m]) for m in g.members}) > 1 for g in instance.allreduce
+    )
+
+
 def connect_components(links: np.ndarray, degree: int | None = None) -> np.ndarray:
     """Merge all components by degree-preserving 2-swaps (in place and returned).
 

@@ -67,6 +67,7 @@ from .support import (
     fill_free_ports,
     heuristic_result,
     route_with,
+    traffic_is_split,
 )
 from .totient import allreduce_topology
 
@@ -129,7 +130,7 @@ def build(instance: Instance, split: str = "proportional", faithful: bool = Fals
     if instance.regular and (L.sum(axis=1) < instance.degree).any():
         fill_free_ports(L, instance.degree)
         jumps = None
-    if instance.n > 2 and L.any():
+    if traffic_is_split(L, instance):
         before = L.copy()
         connect_components(L, None if instance.regular else instance.degree)
         if (before != L).any():

@@ -41,7 +41,8 @@ Instances (:func:`allreduce_topology`)
       ring order of its sorted members, routed over the other links.
     * Free ports of a regular instance (nodes outside every group, apportionment leftovers)
       are filled by :func:`~topoopt_milp.heuristics.support.fill_free_ports`; a graph left
-      disconnected (overlapping groups) is joined by degree-preserving 2-swaps
+      disconnected with traffic between its components (overlapping groups) is joined by
+      degree-preserving 2-swaps or over free ports
       (:func:`~topoopt_milp.heuristics.support.connect_components`). Either step drops the
       circulant structure unless the result happens to be circulant.
     * Instances without AllReduce traffic get the plain circulant ``totient_jumps(n, d)``.
@@ -83,6 +84,7 @@ from .support import (
     fill_free_ports,
     heuristic_result,
     route_with,
+    traffic_is_split,
 )
 
 log = logging.getLogger(__name__)
@@ -278,7 +280,7 @@ def build(instance: Instance, faithful: bool = False) -> tuple[Topology, list[Ri
     before = L.copy()
     if instance.regular and (L.sum(axis=1) < instance.degree).any():
         fill_free_ports(L, instance.degree)
-    if L.any():
+    if traffic_is_split(L, instance):
         connect_components(L, None if instance.regular else instance.degree)
     if (before != L).any():
         jumps = circulant_jumps(L)

@@ -1,0 +1,154 @@
+"""TopologyFinder: degree split, Blossom rounds with decaying weights, both split modes."""
+
+import numpy as np
+import pytest
+
+from topoopt_milp.check import check_solution
+from topoopt_milp.evaluate import evaluate
+from topoopt_milp.heuristics.topology_finder import degree_split, mp_matching_links, solve
+from topoopt_milp.heuristics.totient import totient_jumps
+from topoopt_milp.instance import make_instance
+from topoopt_milp.result import SolveOptions, Status, solution_dict
+
+B1 = 8e-9  # 1 byte/s
+
+
+def assert_valid(inst, res):
+    metrics = evaluate(inst, res.topology, res.routing)
+    assert check_solution(inst.to_dict(), solution_dict(res, inst, metrics)) == []
+
+
+def traffic(n, d, ar_bytes, mp_bytes, **kw):
+    """One AllReduce over all n (ring-edge total ar_bytes) and uniform MP totalling mp_bytes."""
+    groups = [(range(n), ar_bytes / (2 * (n - 1)))] if ar_bytes else []
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+    mp = [(i, j, mp_bytes / len(pairs)) for i, j in pairs] if mp_bytes else []
+    return make_instance(n, d, B1, allreduce=groups, mp=mp, **kw)
+
+
+# -- degree split -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "ar,mp,d,expected",
+    [
+        (1.0, 1.0, 8, (4, 4)),  # 8 * 1/2 = 4
+        (1.0, 3.0, 8, (2, 6)),  # 8 * 1/4 = 2
+        (3.0, 5.0, 8, (4, 4)),  # 8 * 3/8 = 3 -> nearest even, halves up: 4
+        (1.0, 99.0, 8, (2, 6)),  # 0.08 -> 0 -> at least 2
+        (99.0, 1.0, 8, (8, 0)),  # 7.92 -> 8
+        (1.0, 0.0, 6, (6, 0)),  # no MP: all AllReduce
+        (0.0, 1.0, 6, (0, 6)),  # no AllReduce: all MP
+        (2.0, 1.0, 5, (4, 1)),  # 5 * 2/3 = 3.33 -> 4
+        (5.0, 1.0, 5, (4, 1)),  # 5 * 5/6 = 4.17 -> 4
+    ],
+)
+def test_proportional_split(ar, mp, d, expected):
+    inst = traffic(10, d, ar, mp, regular=False)
+    assert inst.allreduce_bytes() == pytest.approx(ar)
+    assert degree_split(inst, "proportional") == expected
+
+
+def test_all_ar_split_and_unknown_split():
+    inst = traffic(8, 4, 1.0, 9.0)
+    assert degree_split(inst, "all_ar") == (4, 0)
+    with pytest.raises(ValueError, match="split"):
+        degree_split(inst, "half")
+
+
+# -- Blossom rounds ---------------------------------------------------------------------------------
+def test_matching_rounds_by_hand():
+    # w01 = 10, w23 = 1, w02 = w13 = 5. Round 1: {01, 23} (11) beats {02, 13} (10).
+    # Then w01 -> 5, w23 -> 0.5: round 2 takes {02, 13} (10 > 5.5). Result: ring 0-1-3-2-0.
+    mp = np.zeros((4, 4))
+    mp[0, 1], mp[2, 3], mp[0, 2], mp[3, 1] = 10, 1, 5, 5
+    L = mp_matching_links(mp, 2)
+    want = {(0, 1), (2, 3), (0, 2), (1, 3)}
+    assert {(i, j) for i in range(4) for j in range(i + 1, 4) if L[i, j]} == want
+    assert (L.sum(axis=1) == 2).all()
+
+
+def test_weight_decay_gives_parallel_links():
+    # w01 = 100 dominates: after c links its weight is 100/(c+1), still the best pairing
+    mp = np.zeros((4, 4))
+    mp[0, 1] = 100
+    mp[2, 3] = mp[0, 2] = mp[1, 3] = 1
+    L = mp_matching_links(mp, 3)
+    assert L[0, 1] == 3 and L[2, 3] == 3
+    # with w01 = 2.5 the decay hands the second round to {02, 13}: 2.5/2 + 1/2 < 1 + 1
+    mp[0, 1] = 2.5
+    L = mp_matching_links(mp, 2)
+    assert L[0, 1] == 1 and L[0, 2] == 1 and L[1, 3] == 1
+
+
+def test_matching_ignores_zero_demand_and_respects_rounds():
+    mp = np.zeros((6, 6))
+    mp[0, 5] = 1.0
+    L = mp_matching_links(mp, 4)
+    assert L.sum() == 2 * 4 and L[0, 5] == 4  # the only pair, one link per round
+
+
+# -- whole method -------------------------------------------------------------------------------------
+def test_all_ar_on_the_whole_cluster_is_totientperms():
+    inst = traffic(16, 4, 1e3, 1e2)
+    res = solve(inst, SolveOptions(split="all_ar"))
+    assert res.topology.jumps == totient_jumps(16, 4)
+    assert res.routing.commodities[0].paths  # coin-change by default on the circulant
+    assert "d_AR=4 d_MP=0" in res.message
+    assert_valid(inst, res)
+
+
+def test_proportional_mixes_rings_and_matchings():
+    n, d = 12, 6
+    rng = np.random.default_rng(3)
+    mp = [(i, j, float(rng.uniform(1, 100))) for i in range(n) for j in range(n)
+          if i != j and rng.random() < 0.5]
+    inst = make_instance(n, d, B1, allreduce=[(range(n), 200.0)], mp=mp)
+    d_ar, d_mp = degree_split(inst)
+    assert d_ar >= 2 and d_mp >= 1 and d_ar + d_mp == d
+    res = solve(inst, SolveOptions())
+    assert res.status is Status.FEASIBLE
+    assert (res.topology.degrees() == d).all()
+    assert res.topology.is_connected()
+    assert f"d_AR={d_ar} d_MP={d_mp}" in res.message
+    assert_valid(inst, res)
+
+
+def test_pure_mp_uses_blossom_links():
+    # two heavy pairs and nothing else: with d = 2 each pair gets both of its ports, and
+    # the components are not joined (no traffic between them)
+    inst = make_instance(6, 2, B1, mp=[(0, 1, 50.0), (2, 3, 40.0)], regular=False)
+    res = solve(inst, SolveOptions())
+    L = res.topology.links
+    assert L[0, 1] == 2 and L[2, 3] == 2
+    assert res.objective == pytest.approx(25.0)  # 50 bytes over 2 links at 1 byte/s
+    assert_valid(inst, res)
+
+
+@pytest.mark.parametrize("split", ["proportional", "all_ar"])
+@pytest.mark.parametrize("seed", range(10))
+def test_random_instances_valid_and_within_budget(split, seed):
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.choice([6, 8, 10, 12, 16]))
+    d = int(rng.choice([2, 3, 4]))
+    groups = []
+    if rng.random() < 0.8:
+        k = int(rng.choice([n, n // 2, 3]))
+        groups.append((rng.choice(n, size=k, replace=False).tolist(), float(rng.uniform(1, 50))))
+    mp = [(int(a), int(b), float(rng.uniform(1, 20))) for a, b in rng.integers(n, size=(12, 2))
+          if a != b]
+    regular = bool(n * d % 2 == 0 and rng.random() < 0.7)
+    inst = make_instance(n, d, B1, allreduce=groups, mp=mp, regular=regular)
+    res = solve(inst, SolveOptions(split=split, seed=seed))
+    deg = res.topology.degrees()
+    assert deg.max() <= d
+    if regular:
+        assert (deg == d).all()
+    assert res.params["split"] == split
+    assert_valid(inst, res)
+
+
+def test_seeded_runs_are_reproducible():
+    inst = traffic(10, 4, 50.0, 500.0)
+    a = solve(inst, SolveOptions(seed=7, routing="shortest"))
+    b = solve(inst, SolveOptions(seed=7, routing="shortest"))
+    assert (a.topology.links == b.topology.links).all()
+    assert a.routing == b.routing and a.objective == b.objective
