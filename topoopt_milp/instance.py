@@ -237,6 +237,8 @@ class Instance:
             data = json.loads(Path(path).read_text())
         except json.JSONDecodeError as exc:
             raise InstanceError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        except UnicodeDecodeError:
+            raise InstanceError(f"{path}: not valid JSON (not UTF-8 text)") from None
         except OSError as exc:
             raise InstanceError(f"{path}: cannot read ({exc.strerror})") from None
         return cls.from_dict(data)

@@ -198,6 +198,8 @@ def read_solution(path: str | Path) -> dict:
         data = json.loads(Path(path).read_text())
     except json.JSONDecodeError as exc:
         raise SolutionError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except UnicodeDecodeError:
+        raise SolutionError(f"{path}: not valid JSON (not UTF-8 text)") from None
     except OSError as exc:
         raise SolutionError(f"{path}: cannot read ({exc.strerror})") from None
     if not isinstance(data, dict) or data.get("format") != SOLUTION_FORMAT:
