@@ -33,12 +33,14 @@ BROKEN_INSTANCES = {
     "odd_regular.json": "regular: no 3-regular graph on n = 7",
     "top_level_list.json": "instance: expected a JSON object",
     "not_json.json": "not_json.json: not valid JSON",
+    "binary.json": "binary.json: not valid JSON (not UTF-8 text)",
 }
 
 BROKEN_SOLUTIONS = {
     "solution_missing_paths.json": "routing.commodities[0].paths: required field is missing",
     "solution_wrong_format.json": "format: expected 'topoopt-solution/1', got 'topoopt-solution/0'",
     "solution_not_json.json": "solution_not_json.json: not valid JSON",
+    "binary.json": "binary.json: not valid JSON (not UTF-8 text)",
 }
 
 
