@@ -141,6 +141,10 @@ def _stale_metrics(sol):
     sol["metrics"]["comm_time_s"] *= 0.9
 
 
+def _null_metrics(sol):
+    sol["metrics"]["comm_time_s"] = None  # how the writer stores an infinite time
+
+
 def _bound_above(sol):
     sol["bound"] = sol["objective"] * 1.01
 
@@ -186,6 +190,7 @@ BREAKAGES = {
     "group without ring": (_missing_ring, "routing.rings: shares of group 0 sum to 0.0, not 1"),
     "objective off": (_inflated_objective, "objective: "),
     "metrics off": (_stale_metrics, "metrics.comm_time_s: "),
+    "metrics null": (_null_metrics, "metrics.comm_time_s: None != recomputed"),
     "bound above objective": (_bound_above, "bound: "),
     "optimal without topology": (
         _optimal_without_topology,
