@@ -1,0 +1,290 @@
+"""route family: closed-form max-concurrent-flow values, formulations that must agree, the
+variants against each other and against the routing heuristics, and checker-clean results."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from topoopt_milp.check import check_solution
+from topoopt_milp.evaluate import comm_time, evaluate
+from topoopt_milp.formulations import route
+from topoopt_milp.heuristics.routing import route as heuristic_route
+from topoopt_milp.instance import make_instance
+from topoopt_milp.result import SolveOptions, SolveResult, Status, solution_dict
+from topoopt_milp.topology import Ring, Routing, Topology, default_rings
+
+GBPS = 100.0
+B = GBPS * 1.25e8
+VOL = 1e6
+
+
+def all_to_all(n, d, vol=VOL, **kw):
+    return make_instance(n, d, GBPS, mp=[(i, j, vol) for i in range(n) for j in range(n) if i != j],
+                         **kw)
+
+
+def torus(a, b):
+    links = []
+    for x, y in itertools.product(range(a), range(b)):
+        v = x * b + y
+        links.append([v, ((x + 1) % a) * b + y, 1])
+        links.append([v, x * b + (y + 1) % b, 1])
+    return Topology.from_link_list(a * b, links)
+
+
+def hypercube(dim):
+    n = 2**dim
+    return Topology.from_link_list(n, [[v, v ^ (1 << k), 1] for v in range(n) for k in range(dim)
+                                       if v < v ^ (1 << k)])
+
+
+def complete(n):
+    return Topology.from_link_list(n, [[i, j, 1] for i in range(n) for j in range(i + 1, n)])
+
+
+def random_regular(n, d, seed):
+    g = nx.random_regular_graph(d, n, seed=seed)
+    return Topology.from_link_list(n, [[u, v, 1] for u, v in g.edges()])
+
+
+def assert_clean(inst, res: SolveResult):
+    assert res.status.has_solution, res.message
+    metrics = evaluate(inst, res.topology, res.routing)
+    assert check_solution(inst.to_dict(), solution_dict(res, inst, metrics)) == []
+    assert res.objective == pytest.approx(comm_time(inst, res.topology, res.routing), rel=1e-12)
+    assert res.bound is not None and res.bound <= res.objective * (1 + 1e-9)
+
+
+# -- closed forms: uniform all-to-all on edge-transitive graphs ------------------------------
+def byte_hop_value(topo: Topology, vol=VOL) -> float:
+    """Total shortest-path byte-hops over the number of arcs: the max-concurrent-flow value on
+    an arc-transitive graph (ECMP attains it; no routing beats the average arc load)."""
+    arcs = int((topo.links > 0).sum())
+    return vol * topo.hop_distances.sum() / (arcs * B)
+
+
+@pytest.mark.parametrize(
+    "name, topo, expected_hops",
+    [
+        ("ring8", Topology.circulant(8, [1]), 8.0),  # sum of distances 16 per node, 16 arcs
+        ("complete6", complete(6), 1.0),
+        ("hypercube16", hypercube(4), 8.0),  # 32 per node, 64 arcs
+        ("torus4x4", torus(4, 4), 8.0),
+        ("torus5x5", torus(5, 5), 15.0),  # 60 per node, 100 arcs
+    ],
+)
+def test_closed_form_max_concurrent_flow(name, topo, expected_hops):
+    n = topo.n
+    d = int(topo.degrees().max())
+    inst = all_to_all(n, d)
+    expected = expected_hops * VOL / B
+    assert byte_hop_value(topo) == pytest.approx(expected)
+    res = route.solve_milp(inst, SolveOptions(topology=topo, extra={"formulation": "source"}))
+    assert res.status is Status.OPTIMAL
+    assert res.objective == pytest.approx(expected, rel=1e-6)
+    assert_clean(inst, res)
+    ecmp = heuristic_route(inst, topo, (), "ecmp")
+    assert comm_time(inst, topo, ecmp) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lp_beats_heuristics_on_random_regular(seed):
+    topo = random_regular(12, 3 if seed % 2 else 4, seed)
+    inst = all_to_all(12, int(topo.degrees().max()))
+    res = route.solve_milp(inst, SolveOptions(topology=topo))
+    assert_clean(inst, res)
+    for method in ("shortest", "ecmp"):
+        t = comm_time(inst, topo, heuristic_route(inst, topo, (), method, seed))
+        assert res.objective <= t * (1 + 1e-7)
+    # the bound is the LP optimum: no routing does better than it (here: ECMP, shortest)
+    assert res.gap < 1e-5
+
+
+# -- formulations agree -------------------------------------------------------------------
+def test_per_pair_source_and_symmetric_agree():
+    topo = Topology.circulant(12, [1, 5])
+    inst = all_to_all(12, 4)
+    vals = {}
+    for form in ("source", "per-pair", "symmetric"):
+        res = route.solve_milp(inst, SolveOptions(topology=topo, extra={"formulation": form}))
+        assert_clean(inst, res)
+        assert f"formulation={form}" in res.message
+        vals[form] = res.objective
+    assert vals["per-pair"] == pytest.approx(vals["source"], rel=1e-6)
+    assert vals["symmetric"] == pytest.approx(vals["source"], rel=1e-6)
+
+
+def test_symmetric_auto_with_rotation_invariant_allreduce():
+    n = 10
+    topo = Topology.circulant(n, [1, 3])
+    # shift traffic (depends only on t - s) plus an AllReduce over everyone, ring order 0..n-1
+    inst = make_instance(n, 4, GBPS, allreduce=[(range(n), 5e8)],
+                         mp=[(i, (i + 2) % n, 3e6) for i in range(n)])
+    res_auto = route.solve_milp(inst, SolveOptions(topology=topo))
+    assert "formulation=symmetric" in res_auto.message
+    res_full = route.solve_milp(inst, SolveOptions(topology=topo, extra={"formulation": "source"}))
+    assert res_auto.objective == pytest.approx(res_full.objective, rel=1e-6)
+    assert_clean(inst, res_auto)
+
+
+def test_symmetric_not_used_when_traffic_is_not_invariant():
+    topo = Topology.circulant(8, [1, 3])
+    inst = make_instance(8, 4, GBPS, mp=[(0, 4, 1e6), (1, 2, 5e5)])
+    P = route.build_problem(inst, SolveOptions(topology=topo))
+    assert not route.symmetric_applies(P)
+    res = route.solve_milp(inst, SolveOptions(topology=topo))
+    assert "formulation=source" in res.message
+    with pytest.raises(ValueError, match="symmetric"):
+        route.solve_milp(inst, SolveOptions(topology=topo, extra={"formulation": "symmetric"}))
+    # node 0 has 4 out-arcs, so 0 -> 4 alone needs 1e6 / 4 per arc; its 4 arc-disjoint two-hop
+    # paths 0-1-4, 0-3-4, 0-7-4, 0-5-4 attain it, and 1 -> 2 fits beside them (1-2 direct
+    # plus 1-6-7-... detours), so the optimum is exactly the cut bound
+    assert_clean(inst, res)
+    assert res.objective == pytest.approx(2.5e5 / B, rel=1e-6)
+
+
+def test_highs_and_cbc_agree_on_lp_and_unsplittable():
+    rng = np.random.default_rng(4)
+    topo = random_regular(8, 3, 4)
+    mp = [(int(s), int(t), float(rng.integers(1, 20)) * 1e5)
+          for s, t in itertools.permutations(range(8), 2) if rng.random() < 0.3]
+    inst = make_instance(8, 3, GBPS, mp=mp)
+    for variant in ("fractional", "unsplittable"):
+        objs = {}
+        for solver in ("highs", "cbc"):
+            res = route.solve_milp(inst, SolveOptions(topology=topo, variant=variant,
+                                                      solver=solver, k_paths=3, mip_gap=0.0))
+            assert res.status is Status.OPTIMAL, res.message
+            assert_clean(inst, res)
+            objs[solver] = res.objective
+        assert objs["highs"] == pytest.approx(objs["cbc"], rel=1e-6)
+
+
+def test_cpsat_agrees_with_milp_within_scale():
+    rng = np.random.default_rng(7)
+    topo = random_regular(8, 4, 1)
+    # volumes not multiples of one another: CP-SAT rounds them (down) to integer units
+    mp = [(int(s), int(t), float(rng.uniform(1e5, 3e6)))
+          for s, t in itertools.permutations(range(8), 2) if rng.random() < 0.25]
+    inst = make_instance(8, 4, GBPS, mp=mp, allreduce=[([0, 2, 4, 6], 2e6)])
+    milp = route.solve_milp(inst, SolveOptions(topology=topo, variant="unsplittable", k_paths=3,
+                                               mip_gap=0.0))
+    cp = route.solve_cpsat(inst, SolveOptions(topology=topo, k_paths=3, mip_gap=0.0,
+                                              time_limit=20))
+    assert milp.status is Status.OPTIMAL
+    assert cp.status is Status.FEASIBLE  # optimal only for the rounded volumes
+    assert cp.scale is not None and cp.scale > 0
+    assert_clean(inst, cp)
+    n_comm = len(milp.routing.commodities)
+    tol = n_comm * cp.scale / B  # every commodity's volume rounded by less than one unit
+    assert abs(cp.objective - milp.objective) <= tol
+    assert cp.bound <= milp.objective * (1 + 1e-9)  # floor rounding keeps the bound valid
+
+
+def test_cpsat_exact_scale_is_optimal():
+    topo = Topology.circulant(6, [1])
+    inst = all_to_all(6, 2, vol=3e6)
+    cp = route.solve_cpsat(inst, SolveOptions(topology=topo, k_paths=2))
+    milp = route.solve_milp(inst, SolveOptions(topology=topo, variant="unsplittable", k_paths=2))
+    assert cp.status is Status.OPTIMAL and milp.status is Status.OPTIMAL
+    assert cp.objective == pytest.approx(milp.objective, rel=1e-9)
+    assert cp.scale == pytest.approx(3e6)
+
+
+# -- variants -------------------------------------------------------------------------------
+def test_variant_ordering_and_ksp_on_ring_equals_lp():
+    topo = random_regular(10, 3, 3)
+    inst = all_to_all(10, 3)
+    res = {v: route.solve_milp(inst, SolveOptions(topology=topo, variant=v, k_paths=3))
+           for v in route.VARIANTS}
+    for r in res.values():
+        assert_clean(inst, r)
+    assert res["fractional"].objective <= res["ksp"].objective * (1 + 1e-6)
+    assert res["ksp"].objective <= res["unsplittable"].objective * (1 + 1e-6)
+    ring = Topology.circulant(7, [1])  # two simple paths per pair: ksp with k = 2 is the LP
+    inst7 = all_to_all(7, 2)
+    lp = route.solve_milp(inst7, SolveOptions(topology=ring))
+    ksp = route.solve_milp(inst7, SolveOptions(topology=ring, variant="ksp", k_paths=2))
+    assert ksp.objective == pytest.approx(lp.objective, rel=1e-6)
+
+
+def test_unsplittable_time_limit_returns_incumbent_not_optimal():
+    topo = random_regular(16, 4, 0)
+    rng = np.random.default_rng(0)
+    mp = [(int(s), int(t), float(rng.uniform(1e5, 1e6)))
+          for s, t in itertools.permutations(range(16), 2) if rng.random() < 0.5]
+    inst = make_instance(16, 4, GBPS, mp=mp)
+    res = route.solve_milp(inst, SolveOptions(topology=topo, variant="unsplittable", k_paths=4,
+                                              time_limit=0.5, mip_gap=0.0))
+    assert res.status in (Status.FEASIBLE, Status.NO_SOLUTION)
+    if res.status is Status.FEASIBLE:
+        assert_clean(inst, res)
+        assert res.bound < res.objective
+
+
+def test_coset_ring_orders_follow_jumps_and_warm_start_rings_are_used():
+    topo = Topology.circulant(8, [3])  # one 8-cycle 0-3-6-1-4-7-2-5
+    inst = make_instance(8, 2, GBPS, allreduce=[(range(8), 1e8)])
+    rings = route.ring_orders(inst, topo, SolveOptions(topology=topo))
+    assert rings[0].order == (0, 3, 6, 1, 4, 7, 2, 5)
+    res = route.solve_milp(inst, SolveOptions(topology=topo))
+    assert_clean(inst, res)
+    edge = inst.allreduce[0].edge_bytes
+    # every ring edge is one link; the LP also sends 1/8 of each the long way round over the
+    # otherwise idle reverse arcs (7 hops): x = 7 (1 - x) gives x = 7/8 on every arc
+    assert res.objective == pytest.approx(7 / 8 * edge / B, rel=1e-6)
+    # listed order 0..7 on the same topology would route i -> i+1 over 3 hops
+    given = Routing((Ring(0, tuple(range(8)), 1.0),), ())
+    ws = SolveResult("x", Status.FEASIBLE, 1.0, None, 0.0, topo, given)
+    res2 = route.solve_milp(inst, SolveOptions(topology=topo, warm_start=ws))
+    assert res2.routing.rings[0].order == tuple(range(8))
+    # i -> i+1 is 3 hops forward or 5 back: 3x = 5 (1 - x), x = 5/8, load 15/8 of an edge
+    assert res2.objective == pytest.approx(15 / 8 * edge / B, rel=1e-6)
+    assert default_rings(inst)[0].order == tuple(range(8))
+
+
+def test_missing_topology_is_a_clear_error():
+    with pytest.raises(ValueError, match="route-milp needs --topology"):
+        route.solve_milp(all_to_all(4, 2), SolveOptions())
+
+
+def test_disconnected_pair_is_a_clear_error():
+    topo = Topology.from_link_list(4, [[0, 1, 1], [2, 3, 1]])
+    inst = make_instance(4, 1, GBPS, regular=False, mp=[(0, 3, 1.0)])
+    with pytest.raises(ValueError, match="no path from 0 to 3"):
+        route.solve_milp(inst, SolveOptions(topology=topo))
+
+
+def test_parallel_links_add_capacity_and_export(tmp_path):
+    topo = Topology.from_link_list(4, [[0, 1, 2], [1, 2, 1], [0, 2, 1]])  # node 3 unused
+    inst = make_instance(4, 3, GBPS, regular=False, mp=[(0, 1, 6e6)])
+    path = tmp_path / "route.mps"
+    res = route.solve_milp(inst, SolveOptions(topology=topo, export=str(path)))
+    # direct arc has 2 links, detour 0-2-1 has 1: split 4:2, load/cap = 2e6 / B
+    assert res.objective == pytest.approx(2e6 / B, rel=1e-6)
+    assert path.stat().st_size > 0
+    assert_clean(inst, res)
+
+
+def test_latency_makes_the_lp_a_feasible_answer_with_valid_bound():
+    topo = Topology.circulant(6, [1])
+    inst = all_to_all(6, 2, latency_us=5.0)
+    res = route.solve_milp(inst, SolveOptions(topology=topo))
+    assert_clean(inst, res)
+    assert res.bound >= 3 * 5e-6  # diameter 3 hops of latency at least
+    assert math.isfinite(res.objective)
+
+
+@pytest.mark.parametrize("algo", ["simplex", "ipm", "pdlp"])
+def test_lp_algorithms_agree(algo):
+    topo = random_regular(12, 4, 5)
+    inst = all_to_all(12, 4)
+    ref = route.solve_milp(inst, SolveOptions(topology=topo, lp_algorithm="simplex"))
+    res = route.solve_milp(inst, SolveOptions(topology=topo, lp_algorithm=algo))
+    assert_clean(inst, res)
+    assert res.objective == pytest.approx(ref.objective, rel=1e-4)
