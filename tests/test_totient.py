@@ -229,3 +229,12 @@ def test_faithful_odd_degree_is_a_value_error():
     with pytest.raises(ValueError, match="degree"):
         solve(inst, SolveOptions(faithful=True))
     assert_valid(inst, solve(inst, SolveOptions()))
+
+
+def test_lp_routing_keeps_rings_and_does_not_lose():
+    inst = make_instance(8, 4, B1, allreduce=[(range(8), 100.0)], mp=[(0, 5, 30.0), (2, 6, 10.0)])
+    base = solve(inst, SolveOptions())
+    lp = solve(inst, SolveOptions(routing="lp", time_limit=30))
+    assert lp.routing.rings == base.routing.rings
+    assert lp.objective <= base.objective * (1 + 1e-6)
+    assert_valid(inst, lp)

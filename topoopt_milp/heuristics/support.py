@@ -210,7 +210,8 @@ def route_with(
 ) -> Routing:
     """Route with ``options.routing`` if set, else the method's ``default``.
 
-    ``"lp"`` delegates to the ``route-milp`` method on the fixed topology."""
+    ``"lp"`` delegates to the ``route-milp`` method on the fixed topology, warm-started from
+    the ``default`` routing so that it keeps the heuristic's ring orders."""
     method = options.routing or default
     if method != "lp":
         return route(instance, topology, rings, method, options.seed)
@@ -218,7 +219,15 @@ def route_with(
 
     if not registry.available("route-milp"):
         raise ValueError("routing: 'lp' needs the route-milp method, which is not available")
-    res = registry.solve(instance, "route-milp", options.with_(topology=topology))
+    # The heuristic's own routing is the warm start: route-milp keeps its ring orders and
+    # may reuse its paths.
+    start = route(instance, topology, rings, default, options.seed)
+    warm = SolveResult(
+        method="heuristic-start", status=Status.FEASIBLE,
+        objective=comm_time(instance, topology, start), bound=None, runtime_s=0.0,
+        topology=topology, routing=start,
+    )
+    res = registry.solve(instance, "route-milp", options.with_(topology=topology, warm_start=warm))
     if res.routing is None:
         raise ValueError(f"routing: route-milp returned no routing (status {res.status.value})")
     return res.routing
