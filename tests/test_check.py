@@ -260,3 +260,16 @@ def test_disconnected_topology_cannot_route_every_commodity():
     del dropped["routing"]["commodities"][1]
     problems = check_solution(inst.to_dict(), dropped)
     assert problems == ["commodities: mp 1 0->3 routes 0.0 bytes, traffic needs 1000000.0"]
+
+
+@pytest.mark.parametrize("bytes_factor", [1e-5, 1.0, 1e6])
+@pytest.mark.parametrize("gbps_factor", [0.1, 1.0, 4.0])
+def test_accepts_at_every_magnitude(bytes_factor, gbps_factor):
+    # sparse volumes span 1e5..1e10 bytes; scaled they reach 1 byte .. 1e16 bytes and links of
+    # 10..400 Gbps: the checker's tolerances are relative, so validity must not depend on units
+    inst = generators.sparse(10, 4, seed=6).scaled(bytes_factor, gbps_factor)
+    sol = solve_by_hand(inst, Topology.circulant(10, [1, 3]))
+    assert check_solution(inst.to_dict(), sol) == []
+    broken = copy.deepcopy(sol)
+    broken["objective"] *= 1.001
+    assert len(check_solution(inst.to_dict(), broken)) == 1
