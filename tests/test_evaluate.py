@@ -10,11 +10,14 @@ both invariant under it, so every arc carries the same load, namely
     load = (total byte-hops) / (#arcs) = b * sum_{s != t} dist(s, t) / (n d)
 
 and ``T_comm = load / B``. Rings, complete graphs, hypercubes, k x k tori and the Petersen graph
-are arc-transitive. These are the classic channel loads under uniform traffic: Dally & Towles,
-"Principles and Practices of Interconnection Networks", Morgan Kaufmann 2004, ch. 3
-(channel load of k-ary n-cubes; gamma = k/8 per unit injection for even k), and they meet the
-bisection bound (Leighton, "Introduction to Parallel Algorithms and Architectures", 1992,
-sect. 1.9 / 3.1 on bisection width and edge-forwarding index).
+are arc-transitive. These are the classic channel loads under uniform traffic (Dally & Towles,
+"Principles and Practices of Interconnection Networks", Morgan Kaufmann 2004: ch. 3 defines
+channel load and the bisection bound, ch. 5 gives the k-ary n-cube (torus) load, k/8 per unit
+injection rate for even k), and for even sizes they meet the bisection bound (bisection widths
+of rings, tori and hypercubes: Leighton, "Introduction to Parallel Algorithms and
+Architectures", Morgan Kaufmann 1992, ch. 1 and 3). On K_n every arc forwards exactly one
+demand: edge-forwarding index 1 (Heydemann, Meyer & Sotteau, "On forwarding indices of
+networks", Discrete Applied Mathematics 23, 1989).
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ def test_ring(n):
     # Cycle C_n, d = 2, 2n arcs. Byte-hops = b n sum_x min(x, n-x), so the arc load is
     # b * ring_sum(n) / 2:  n odd (n = 2m+1): b (n^2 - 1)/8 (distances 1..m clockwise, each
     # unique);  n even: b n^2/8 (the antipode's two shortest paths share b/2 each).
-    # Dally & Towles 2004, ch. 3: ring channel load k/8 per unit injection, k even.
+    # Dally & Towles 2004, ch. 5 (k-ary 1-cube): channel load k/8 per unit injection, k even.
     expected = (n * n - (n % 2)) / 8 * B_BYTES / RATE
     assert ring_sum(n) / 2 == (n * n - (n % 2)) / 8
     assert ecmp_time(uniform(n, 2), Topology.circulant(n, [1])) == pytest.approx(expected, rel=1e-12)
@@ -79,7 +82,7 @@ def test_ring(n):
 @pytest.mark.parametrize("n", [3, 4, 5, 6, 7, 8])
 def test_complete_graph(n):
     # K_n (d = n - 1): every pair has a direct link and a unique shortest path, so every arc
-    # carries exactly one demand: T = b / B (Leighton 1992: forwarding index 1).
+    # carries exactly one demand: T = b / B (edge-forwarding index 1, Heydemann et al. 1989).
     topo = Topology.circulant(n, range(1, n // 2 + 1))  # jump n/2 is a matching: 1 port
     assert (topo.degrees() == n - 1).all()
     assert ecmp_time(uniform(n, n - 1), topo) == pytest.approx(B_BYTES / RATE, rel=1e-12)
@@ -89,7 +92,7 @@ def test_complete_graph(n):
 def test_hypercube(dim):
     # Q_dim, n = 2^dim, n*dim arcs; dist = Hamming distance, sum over t of dist(s, t) is
     # sum_h h C(dim, h) = dim 2^(dim-1). Arc load = b n dim 2^(dim-1) / (n dim) = b n/2.
-    # Bisection check (Leighton 1992; Dally & Towles 2004, ch. 3): n/2 * n/2 demands cross a
+    # Bisection check (Leighton 1992, ch. 3; Dally & Towles 2004, ch. 3): n/2 * n/2 demands cross a
     # cut of n/2 links per direction, i.e. at least b n/2 per arc: ECMP meets the bound.
     n = 2**dim
     topo = from_graph(nx.hypercube_graph(dim))
@@ -102,7 +105,7 @@ def test_hypercube(dim):
 def test_torus_2d(k):
     # k x k torus (C_k x C_k), d = 4, 4 k^2 arcs. dist = ring distance in x plus in y, so
     # byte-hops = b k^2 * 2 k ring_sum(k) and the arc load is b k ring_sum(k) / 2:
-    # k even: b k^3/8, k odd: b k (k^2 - 1)/8 (Dally & Towles 2004, ch. 3, k-ary 2-cube:
+    # k even: b k^3/8, k odd: b k (k^2 - 1)/8 (Dally & Towles 2004, ch. 5, k-ary 2-cube:
     # gamma = k/8 per unit injection rate, here injection b k^2).
     topo = from_graph(nx.grid_2d_graph(k, k, periodic=True))
     assert (topo.degrees() == 4).all()
@@ -118,6 +121,30 @@ def test_torus_4x4_is_the_4_cube():
     inst = uniform(16, 4)
     assert ecmp_time(inst, t) == pytest.approx(ecmp_time(inst, h), rel=1e-12)
     assert ecmp_time(inst, t) == pytest.approx(8 * B_BYTES / RATE, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("name", "topo"),
+    [
+        ("ring 9", Topology.circulant(9, [1])),
+        ("ring 10", Topology.circulant(10, [1])),
+        ("K_7", Topology.circulant(7, [1, 2, 3])),
+        ("Q_4", from_graph(nx.hypercube_graph(4))),
+        ("torus 5x5", from_graph(nx.grid_2d_graph(5, 5, periodic=True))),
+        ("torus 6x6", from_graph(nx.grid_2d_graph(6, 6, periodic=True))),
+        ("Petersen", from_graph(nx.petersen_graph())),
+    ],
+)
+def test_symmetry_argument_every_arc_equally_loaded(name, topo):
+    # The premise of the derivations above, checked directly: on an arc-transitive graph ECMP
+    # loads every arc equally with total byte-hops / #arcs.
+    n, d = topo.n, int(topo.degrees()[0])
+    inst = uniform(n, d)
+    loads = arc_loads(n, route(inst, topo, (), "ecmp"))
+    on_arcs = loads[topo.links > 0]
+    byte_hops = B_BYTES * topo.hop_distances.sum()
+    np.testing.assert_allclose(on_arcs, byte_hops / (n * d), rtol=1e-12)
+    assert (loads[topo.links == 0] == 0).all()
 
 
 def test_parallel_links_add_capacity():
