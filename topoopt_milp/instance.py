@@ -226,9 +226,22 @@ class Instance:
             meta=meta,
         )
 
+    def to_json(self) -> str:
+        """Readable, diff-friendly JSON: one field, one AllReduce group or one MP demand per
+        line (an all-to-all instance at n = 128 stays a few hundred kB)."""
+        body = self.to_dict()
+        lines = []
+        for key, value in body.items():
+            if key in ("allreduce", "mp") and value:
+                rows = ",\n  ".join(json.dumps(v) for v in value)
+                lines.append(f"{json.dumps(key)}: [\n  {rows}\n ]")
+            else:
+                lines.append(f"{json.dumps(key)}: {json.dumps(value)}")
+        return "{\n " + ",\n ".join(lines) + "\n}\n"
+
     def save(self, path: str | Path) -> None:
-        """Write the instance as indented JSON."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        """Write the instance file (see :meth:`to_json`)."""
+        Path(path).write_text(self.to_json())
 
     @classmethod
     def load(cls, path: str | Path) -> Instance:
