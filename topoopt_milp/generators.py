@@ -18,6 +18,9 @@ Families (``b`` = bytes per demand, volumes per training iteration):
   holding ``t_i`` tables sends ``t_i * emb_bytes`` to every other server (pooled lookups, forward)
   and receives ``t_i * emb_bytes`` back from each of them (their gradients, backward).
 
+Every family also takes the cluster options ``regular`` (default ``True``; needs ``n d`` even),
+``compute_s`` and ``latency_us``, which go straight into the instance.
+
 Default volumes follow the sizes in DESIGN.md (``1.2e9`` bytes of dense gradients, ``3.1e7``
 bytes of embedding traffic per pair) and stay within ``1e5 .. 1e11`` bytes.
 """
@@ -99,8 +102,7 @@ def uniform(
     mp = [(i, j, bytes) for i in range(n) for j in range(n) if i != j]
     params = {"n": n, "degree": degree, "gbps": gbps, "bytes": bytes, "regular": regular}
     return _finish("uniform", params, n=n, degree=degree, gbps=gbps, seed=seed, mp=mp,
-                   regular=regular, compute_s=compute_s,
-                   latency_us=latency_us)
+                   regular=regular, compute_s=compute_s, latency_us=latency_us)
 
 
 def derangement(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -132,8 +134,7 @@ def permutation(
     mp = [(i, int(perm[i]), bytes) for i in range(n)]
     params = {"n": n, "degree": degree, "gbps": gbps, "bytes": bytes, "regular": regular}
     return _finish("permutation", params, n=n, degree=degree, gbps=gbps, seed=seed, mp=mp,
-                   regular=regular, compute_s=compute_s,
-                   latency_us=latency_us)
+                   regular=regular, compute_s=compute_s, latency_us=latency_us)
 
 
 def shift(
@@ -212,8 +213,7 @@ def sparse(
               "group_size": group_size, "mp_bytes": list(mp_bytes), "ar_bytes": list(ar_bytes),
               "regular": regular}
     return _finish("sparse", params, n=n, degree=degree, gbps=gbps, seed=seed, mp=mp,
-                   allreduce=allreduce, regular=regular, compute_s=compute_s,
-                   latency_us=latency_us)
+                   allreduce=allreduce, regular=regular, compute_s=compute_s, latency_us=latency_us)
 
 
 def dlrm(
@@ -252,8 +252,7 @@ def dlrm(
     params = {"n": n, "degree": degree, "gbps": gbps, "dense_bytes": dense_bytes,
               "emb_bytes": emb_bytes, "tables": tables, "regular": regular}
     return _finish("dlrm", params, n=n, degree=degree, gbps=gbps, seed=seed, mp=mp,
-                   allreduce=allreduce, regular=regular, compute_s=compute_s,
-                   latency_us=latency_us)
+                   allreduce=allreduce, regular=regular, compute_s=compute_s, latency_us=latency_us)
 
 
 FAMILIES: dict[str, Callable[..., Instance]] = {
