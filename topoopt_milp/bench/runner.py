@@ -133,7 +133,9 @@ def make_options(seed: int, time_limit: float | None, settings: dict[str, Any] |
     settings = dict(settings or {})
     known = {k: v for k, v in settings.items() if k in _OPTION_FIELDS}
     extra = {k: v for k, v in settings.items() if k not in _OPTION_FIELDS}
-    return SolveOptions(seed=seed, time_limit=time_limit, extra=extra, **known)
+    # float(): a limit of 5 and of 5.0 is the same run (and the same run key).
+    limit = None if time_limit is None else float(time_limit)
+    return SolveOptions(seed=seed, time_limit=limit, extra=extra, **known)
 
 
 def hard_limit_for(
