@@ -152,3 +152,26 @@ def test_seeded_runs_are_reproducible():
     b = solve(inst, SolveOptions(seed=7, routing="shortest"))
     assert (a.topology.links == b.topology.links).all()
     assert a.routing == b.routing and a.objective == b.objective
+
+
+def test_matching_top_k_option():
+    rng = np.random.default_rng(5)
+    n = 12
+    mp = rng.uniform(1, 10, (n, n))
+    np.fill_diagonal(mp, 0)
+    exact = mp_matching_links(mp, 3)
+    assert (mp_matching_links(mp, 3, top_k=n - 1) == exact).all()  # nothing cut
+    one = mp_matching_links(mp, 1, top_k=2)  # first round: only each node's 2 heaviest pairs
+    w = mp + mp.T
+    top2 = np.argsort(-w, axis=1)[:, :2]
+    for i, j in zip(*np.nonzero(np.triu(one))):
+        assert j in top2[i] or i in top2[j]
+    assert mp_matching_links(mp, 3, top_k=2).sum(axis=1).max() <= 3
+    inst = make_instance(n, 4, B1, mp=[(i, j, float(mp[i, j])) for i in range(n) for j in range(n)
+                                       if i != j])
+    res = solve(inst, SolveOptions(extra={"matching_top_k": 3}))
+    assert res.params["matching_top_k"] == 3
+    assert (res.topology.degrees() == 4).all()
+    assert_valid(inst, res)
+    with pytest.raises(ValueError, match="matching_top_k"):
+        solve(inst, SolveOptions(extra={"matching_top_k": 0}))
