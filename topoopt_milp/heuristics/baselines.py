@@ -35,6 +35,16 @@ per-server bandwidth ``b`` it finishes in the ideal-switch time at ``b``; an ove
 (ratio ``r >= 1``) is modelled pessimistically as if every byte crossed the oversubscribed
 layer, i.e. the ideal switch at ``b / r`` (traffic that stays under one edge switch would in
 reality be faster).
+
+Departures (these comparators are not part of the published TopoOpt artifact; the choices
+made here are)
+    * demand-greedy: the three-pass order (component-merging Kruskal pass, one link per pair,
+      then parallel links by ``w / (c + 1)``) is this toolkit's reading of "OCS-style greedy";
+      AllReduce traffic enters it as the ring edges of the listed ring orders.
+    * expander: odd ``n d`` (non-regular instances only) and disconnected draws are handled
+      as described above rather than rejected.
+    * All baselines route AllReduce over the listed ring orders; none of them reorders rings
+      to fit its topology (TotientPerms and TopologyFinder do).
 """
 
 from __future__ import annotations
