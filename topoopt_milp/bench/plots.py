@@ -133,7 +133,7 @@ def workload_rows(runs: pd.DataFrame) -> pd.DataFrame:
 
     df = runs[runs["status"].isin(SOLVED)].copy()
     df["workload"] = df["instance_meta"].map(lambda m: meta_get(m, "workload"))
-    df = df[df["workload"].map(lambda w: isinstance(w, str))]
+    df = df[df["workload"].map(lambda w: isinstance(w, str)).astype(bool)]
     bw = df["instance_meta"].map(lambda m: meta_get(m, "bandwidth_gbps"))
     df["bandwidth_gbps"] = bw.where(bw.notna(), df["link_gbps"]).astype(float)
     df["iteration_time_s"] = df["metrics"].map(lambda m: meta_get(m, "iteration_time_s"))
@@ -157,6 +157,10 @@ def plot_iteration(runs: pd.DataFrame, out: str) -> None:
 
 def plot(runs: pd.DataFrame, kind: str, out: str, measure: str = "objective", **bound_kw) -> None:
     """Draw figure ``kind`` from the run rows into ``out`` (format from its extension)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind: unknown figure {kind!r} (known: {', '.join(KINDS)})")
+    if runs.empty:
+        raise NoDataError(f"plot {kind}: the store holds no runs")
     if kind == "gap":
         plot_gap(runs, out, **bound_kw)
     elif kind == "runtime":
