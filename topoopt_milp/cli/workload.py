@@ -81,3 +81,101 @@ def _json_default(o):
 
 def _dump(path: Path, data) -> None:
     path.write_text(json.dumps(data, indent=1, default=_json_default) + "\n")
+
+
+def _cost_options(f):
+    from ..workloads.fabrics import CostModel
+
+    c = CostModel()
+    opts = [
+        click.option("--cost-nic", type=float, default=c.nic_port, show_default=True,
+                     help="USD per 100G NIC port (cost-equivalent Fat-tree)."),
+        click.option("--cost-transceiver", type=float, default=c.transceiver, show_default=True,
+                     help="USD per 100G transceiver."),
+        click.option("--cost-switch-port", type=float, default=c.switch_port, show_default=True,
+                     help="USD per 100G electrical switch port."),
+        click.option("--cost-patch-port", type=float, default=c.patch_panel_port, show_default=True,
+                     help="USD per patch-panel port."),
+        click.option("--fat-tree-tiers", type=int, default=c.tiers, show_default=True),
+        click.option("--fat-tree-gbps", type=float, default=None,
+                     help="Per-server bandwidth of the full-bisection Fat-tree (default d*B)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _search_options(f):
+    from ..cooptimize import SCHEDULES
+
+    opts = [
+        click.option("--topology-method", "method", default="topologyfinder", show_default=True,
+                     help="Registered method that builds the topology (see `methods`)."),
+        click.option("--budget", type=int, default=1000, show_default=True, help="MCMC steps."),
+        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--temperature", type=float, default=0.05, show_default=True,
+                     help="Relative Metropolis temperature: accept +x%% worse w.p. exp(-x/(100 T))."),
+        click.option("--schedule", type=click.Choice(SCHEDULES), default="every", show_default=True,
+                     help="Rebuild the topology after accepted moves, every K steps, or alternate "
+                          "K coarse rounds."),
+        click.option("--k", "k", type=int, default=50, show_default=True,
+                     help="Steps between rebuilds (every) or number of rounds (alternate)."),
+        click.option("--overlap/--no-overlap", default=False, show_default=True,
+                     help="Iteration time max(compute, comm) instead of compute + comm."),
+        click.option("--time-limit", type=float, default=None,
+                     help="Time limit per topology solve (exact methods)."),
+        click.option("--strategy", default="dp", show_default=True,
+                     help="Starting strategy: dp | pp=P[,tp=T] | STRATEGY.json."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+@main.command()
+@_workload_options
+@_search_options
+@_cost_options
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="Directory for summary.json, trajectory.csv, strategy.json, instance.json, "
+                   "solution.json.")
+def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes, gpu, efficiency,
+               method, budget, seed, temperature, schedule, k, overlap, time_limit, strategy,
+               cost_nic, cost_transceiver, cost_switch_port, cost_patch_port, fat_tree_tiers,
+               fat_tree_gbps, out):
+    """Co-optimize MODEL's parallelization strategy and the topology (Metropolis MCMC).
+
+    Progress goes to stderr; the final strategy's iteration time is compared with the ideal
+    switch, full-bisection and cost-equivalent Fat-trees and a random expander."""
+    import sys
+
+    from ..cooptimize import CoOptConfig, summary, write_outputs
+    from ..cooptimize import cooptimize as run
+    from ..result import SolveOptions
+    from ..workloads.fabrics import CostModel
+    from ..workloads.strategy import parse_strategy
+
+    w = _workload(model_name, n, gpus_per_server, batch, dtype_bytes, gpu, efficiency)
+    start = parse_strategy(strategy, w.model, n, gpus_per_server)
+    cfg = CoOptConfig(method=method, budget=budget, seed=seed, temperature=temperature,
+                      schedule=schedule, k=k, overlap=overlap,
+                      options=SolveOptions(seed=seed, time_limit=time_limit))
+    cost = CostModel(cost_nic, cost_transceiver, cost_switch_port, cost_patch_port, fat_tree_tiers)
+    with click.progressbar(length=budget, label=f"cooptimize {w.model.name}", file=sys.stderr,
+                           item_show_func=lambda r: r and f"best {r['best_true_s']:.4g} s") as bar:
+        def progress(step, row):
+            bar.update(1, row)
+
+        res = run(w, degree, gbps, start, cfg, progress)
+    summ = summary(res, cost, fat_tree_gbps)
+    if out:
+        write_outputs(res, out, summ)
+    click.echo(f"{w.model.name} n={n} d={degree} B={gbps:g} Gbps, {method}, {budget} steps "
+               f"({res.rebuilds} rebuilds, {res.runtime_s:.1f} s)")
+    click.echo(f"  initial iteration time  {res.initial.iteration_s:.6g} s  ({start.summary(w.model)})")
+    click.echo(f"  final iteration time    {res.final.iteration_s:.6g} s  "
+               f"({res.final.strategy.summary(w.model)})")
+    for name, t in summ["baselines_s"].items():
+        click.echo(f"  {name:<26} {t:.6g} s")
+    if out:
+        click.echo(f"  -> {out}/")

@@ -20,6 +20,7 @@ GPU preset) and evaluates strategies fast: :meth:`Workload.traffic` is pure nump
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,17 +39,24 @@ class Traffic:
     mp: np.ndarray
     compute_s: float
 
-    def pair_matrix(self) -> np.ndarray:
-        """MP plus every group's ring edges in coset order (``members[k] -> members[k+1]``,
-        ``2 (k-1)/k * S`` bytes): the point-to-point demand a fixed routing has to carry."""
+    def pair_matrix(self, ring_jumps: Callable[[int], Sequence[int]] | None = None) -> np.ndarray:
+        """MP plus every group's ring edges: the point-to-point demand a fixed routing carries.
+
+        A group of ``k`` members ``m_0..m_{k-1}`` (in coset order) all-reduces over one ring per
+        jump ``j`` of ``ring_jumps(k)`` (default: the single jump 1), ring ``j`` visiting
+        ``m_0, m_j, m_2j, ...`` (indices mod ``k``) and carrying an equal share: each of its
+        edges ``2 (k-1)/k * S / len(jumps)`` bytes."""
         n = self.mp.shape[0]
         src, dst, w = [], [], []
         for members, size in self.groups:
             k = len(members)
             m = np.asarray(members)
-            src.append(m)
-            dst.append(np.roll(m, -1))
-            w.append(np.full(k, 2.0 * (k - 1) / k * size))
+            jumps = list(ring_jumps(k)) if ring_jumps is not None else [1]
+            for j in jumps:
+                order = m[(np.arange(k) * j) % k]
+                src.append(order)
+                dst.append(np.roll(order, -1))
+                w.append(np.full(k, 2.0 * (k - 1) / k * size / len(jumps)))
         if not src:
             return self.mp.copy()
         flat = np.concatenate(src) * n + np.concatenate(dst)
