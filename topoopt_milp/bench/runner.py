@@ -348,13 +348,27 @@ def compare_methods(
         rec = {"instance_name": instance.name, "instance_hash": ihash, "method": name,
                "method_backend": m.backend, "objective_kind": None, "objective": None,
                "bound": None, "runtime_s": None, "metrics": None, "error": None}
-        rec.update(solve_record(instance, name, options))
+        with _stdout_to_stderr():  # solver banners must not corrupt `compare --format json`
+            rec.update(solve_record(instance, name, options))
         log.info("compare: %s -> %s", name, rec.get("status"))
         rows.append(rec)
     df = run_gaps(pd_frame(rows))
     cols = ["method", "method_backend", "status", "objective", "bound", "best_bound",
             "bound_source", "gap_pct", "runtime_s", "error"]
     return df[cols].rename(columns={"method_backend": "backend"})
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def pd_frame(rows: list[dict[str, Any]]):

@@ -154,7 +154,8 @@ def family_table(runs: pd.DataFrame, **bound_kw) -> pd.DataFrame:
 # -- rendering --------------------------------------------------------------------------
 
 _FORMATS = {
-    "objective": "{:.6g}", "objective_min": "{:.6g}", "best_bound": "{:.6g}", "gap_pct": "{:.2f}",
+    "objective": "{:.6g}", "objective_min": "{:.6g}", "bound": "{:.6g}", "best_bound": "{:.6g}",
+    "gap_pct": "{:.2f}",
     "mean_gap_pct": "{:.2f}", "max_gap_pct": "{:.2f}", "runtime_s": "{:.3g}", "sgm_runtime_s": "{:.3g}",
 }
 
