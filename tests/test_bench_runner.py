@@ -114,6 +114,36 @@ def test_rerun_skips_finished_and_retry_errors(tmp_path, library, bad_methods):
     assert len(RunStore(store)) == 2
 
 
+SWEEP_SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+from topoopt_milp import registry
+from topoopt_milp.bench.runner import build_tasks, run_sweep
+registry.METHODS["test-hang"] = registry.Method("test-hang", "heuristic", "heuristic",
+                                                "test_bench_runner:hang", "test only")
+run_sweep(build_tasks([{inst!r}], ["test-hang"], seeds=2, time_limit=1, hard_limit=600),
+          {store!r}, jobs=2, progress=False)
+"""
+
+
+def test_sigterm_kills_the_running_children(tmp_path, library):
+    psutil = pytest.importorskip("psutil")
+    script = SWEEP_SCRIPT.format(tests=os.path.dirname(__file__), inst=str(library / "tiny" / "tiny6.json"),
+                                 store=str(tmp_path / "s.sqlite"))
+    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    children: list = []
+    while len(children) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+        children = psutil.Process(proc.pid).children(recursive=True)
+    assert len(children) >= 2, proc.stderr.read() if proc.poll() is not None else "no children"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive
+    assert len(RunStore(tmp_path / "s.sqlite")) == 0  # unfinished runs are not recorded
+
+
 def _count(store) -> int:
     try:
         con = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5)

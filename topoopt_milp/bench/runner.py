@@ -505,21 +505,42 @@ def run_sweep(
             if on_record is not None:
                 on_record(rec)
 
-        if engine == "local":
-            _run_local(todo, jobs, record)
-        elif engine == "dask":
-            _run_dask(todo, address, jobs, record)
-        else:
+        if engine not in ("local", "dask"):
             raise ValueError(f"engine: unknown engine {engine!r} (known: local, dask)")
+        with _sigterm_as_exit():
+            if engine == "local":
+                _run_local(todo, jobs, record)
+            else:
+                _run_dask(todo, address, jobs, record)
     return SweepSummary(total, total - len(todo), bar.new_done, bar.errors, time.perf_counter() - t0)
+
+
+@contextlib.contextmanager
+def _sigterm_as_exit():
+    """SIGTERM ends the sweep like Ctrl-C: running children are killed (unfinished runs are
+    not recorded and run again on resume). SIGKILL cannot be caught; then the orphaned
+    children end at their own alarm and the store is consistent anyway."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _run_local(todo: Sequence[Task], jobs: int, record: Callable[[dict], None]) -> None:
     if jobs < 1:
         raise ValueError(f"jobs: must be >= 1, got {jobs}")
     pool = cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="bench")
+    futures: dict[cf.Future, Task] = {}
     try:
-        futures = {pool.submit(execute, t): t for t in todo}
+        futures.update({pool.submit(execute, t): t for t in todo})
         for fut in cf.as_completed(futures):
             try:
                 rec = fut.result()

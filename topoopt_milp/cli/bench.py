@@ -79,14 +79,24 @@ def bench(instances, methods_text, time_limit, seeds, jobs, store_path, engine, 
                f"({summary.errors} errors) in {summary.wall_s:.1f} s; store {store_path}")
 
 
-def _runs(stores):
+def _runs(stores, families=(), methods=None):
     try:
-        return load_runs(stores)
+        runs = load_runs(stores)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
+    if families:
+        runs = runs[runs["family"].isin(list(families))]
+    if methods:
+        # Filtering methods after the best bound would change nothing: bounds come from the
+        # kept rows only, so `--methods` also restricts which exact methods give bounds.
+        runs = runs[runs["method"].isin([m.strip() for m in methods.split(",")])]
+    return runs.reset_index(drop=True)
 
 
 _BOUND_OPTS = [
+    click.option("--family", "families", multiple=True, help="Only runs of this family (repeatable)."),
+    click.option("--methods", "methods_filter", default=None,
+                 help="Only runs of these methods (comma-separated)."),
     click.option("--bound-methods", default=None,
                  help="Only these exact methods (comma-separated) give the best bound."),
     click.option("--no-analytic", is_flag=True,
@@ -115,11 +125,11 @@ def _bound_kw(bound_methods, no_analytic) -> dict:
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
               help="Write the table here instead of stdout.")
 @_bound_opts
-def table_cmd(stores, by, fmt, out, bound_methods, no_analytic) -> None:
+def table_cmd(stores, by, fmt, out, families, methods_filter, bound_methods, no_analytic) -> None:
     """Gap table from one or more run STORES: per instance or per family."""
     from ..bench.tables import table
 
-    text = table(_runs(stores), by, fmt, **_bound_kw(bound_methods, no_analytic))
+    text = table(_runs(stores, families, methods_filter), by, fmt, **_bound_kw(bound_methods, no_analytic))
     if out:
         with open(out, "w") as fh:
             fh.write(text)
@@ -136,12 +146,12 @@ def table_cmd(stores, by, fmt, out, bound_methods, no_analytic) -> None:
 @click.option("--measure", type=click.Choice(["objective", "runtime"]), default="objective",
               show_default=True, help="Performance-profile measure.")
 @_bound_opts
-def plot_cmd(stores, kind, out, measure, bound_methods, no_analytic) -> None:
+def plot_cmd(stores, kind, out, measure, families, methods_filter, bound_methods, no_analytic) -> None:
     """Figure from one or more run STORES."""
     from ..bench.plots import plot
 
     kw = _bound_kw(bound_methods, no_analytic) if kind == "gap" else {}
-    plot(_runs(stores), kind, out, measure=measure, **kw)
+    plot(_runs(stores, families, methods_filter), kind, out, measure=measure, **kw)
     click.echo(f"wrote {out}")
 
 
