@@ -18,7 +18,6 @@ to feasible with a message, never silently kept.
 from __future__ import annotations
 
 import logging
-import math
 from collections import defaultdict, deque
 from collections.abc import Sequence
 
@@ -118,13 +117,18 @@ def routing_from_pair_paths(
     rings: Sequence[Ring],
     pair_paths: dict[tuple[int, int], list[tuple[Path, float]]],
     seed: int = 0,
+    comm_paths: dict[tuple[str, int, int, int], list[tuple[Path, float]]] | None = None,
 ) -> Routing:
-    """A :class:`Routing` giving every commodity ``(s, t)`` the split ``pair_paths[(s, t)]``.
+    """A :class:`Routing` giving every commodity ``(s, t)`` the split ``pair_paths[(s, t)]``
+    (or ``comm_paths[(kind, tag, s, t)]`` when given there: models that route ring edges of
+    different groups separately).
 
     Commodities the model left without paths (zero-volume rounding in CP-SAT, or numerical
     leftovers) get a shortest path on ``topology`` so that the routing is always complete."""
     comms = commodities_for(instance, rings)
-    missing = [c for c in comms if (c.src, c.dst) not in pair_paths]
+    comm_paths = comm_paths or {}
+    missing = [c for c in comms if (c.src, c.dst) not in pair_paths
+               and (c.kind, c.tag, c.src, c.dst) not in comm_paths]
     fallback: dict[tuple[int, int], tuple] = {}
     if missing:
         try:
@@ -134,7 +138,8 @@ def routing_from_pair_paths(
             log.warning("no fallback path for %d commodities: %s", len(missing), exc)
     routed = []
     for c in comms:
-        paths = pair_paths.get((c.src, c.dst)) or fallback.get((c.src, c.dst), ())
+        paths = (comm_paths.get((c.kind, c.tag, c.src, c.dst)) or pair_paths.get((c.src, c.dst))
+                 or fallback.get((c.src, c.dst), ()))
         routed.append(Commodity(c.src, c.dst, c.bytes, c.kind, c.tag, tuple(paths)))
     return Routing(tuple(rings), tuple(routed))
 
@@ -216,10 +221,3 @@ def comm_time_result(
         backend=outcome.backend, backend_version=outcome.version, objective_kind="comm_time",
         scale=scale, message="; ".join(notes),
     )
-
-
-def to_seconds_throughput(lam: float | None, sec_per_unit: float, maximize_bound: bool = False):
-    """``1 / lambda`` in seconds; ``None`` for a missing or non-positive ``lambda``."""
-    if lam is None or not math.isfinite(lam) or lam <= 0:
-        return None if not maximize_bound else (0.0 if lam is not None and lam == math.inf else None)
-    return sec_per_unit / lam

@@ -39,6 +39,15 @@ true reachability is a model solution, so:
   (a single vertex would be a cut vertex), so ``D <= floor(n/2)`` and
   ``sum_v W_v dist(v) >= W_min D^2``; with an incumbent of value ``U``, ``D <= sqrt(U/W_min)``.
 
+Multiplier symmetry. For a unit ``a`` of ``Z_n`` the map ``v -> a v`` is an isomorphism from
+the circulant with jumps ``J`` onto the one with jumps ``aJ`` and maps the candidate sets onto
+themselves (``n/2`` to ``n/2``), preserving port counts. If ``J`` contains a unit ``u``,
+``u^-1 J`` contains 1 and has the same diameter; its byte-hops are the same when the residue
+weights are invariant under all units (checked numerically). Every feasible ``J`` contains a
+unit when the candidates are ``coprime``, and, for ``all``, when ``n`` is a prime power (a
+connected circulant needs a jump prime to ``n``). In those cases ``y_1 = 1`` is imposed
+(``options.extra["symmetry"] = False`` turns it off).
+
 Flow model (objective ``comm_time``, fractional routing). Maximum concurrent flow with
 capacities switched by ``y``: maximise ``lambda`` such that ``lambda`` times the demand is
 routed with source-aggregated arc flows ``f[s][i, i+c]`` over the coins ``c = +-p`` and::
@@ -183,6 +192,13 @@ def heuristic_jumps(instance: Instance, cands: list[int], objective: str, seed: 
     return min(scored) if scored else None
 
 
+def _with_unit_one(n: int, jumps) -> tuple[int, ...]:
+    """``u^-1 J`` for the first unit ``u`` in ``J`` (an isomorphic circulant containing 1)."""
+    u = next(p for p in jumps if math.gcd(p, n) == 1)
+    inv = pow(u, -1, n)
+    return tuple(sorted(_rep(n, inv * p) for p in jumps))
+
+
 def _rep(n: int, x: int) -> int:
     x %= n
     return min(x, n - x)
@@ -213,13 +229,35 @@ def _horizon(instance: Instance, objective: str, cands, seed: int) -> tuple[int,
     return max(H, 1), (inc[1] if inc else None)
 
 
+def fix_unit_jump(n: int, cands: list[int], mode: str, objective: str, W: np.ndarray) -> bool:
+    """Whether ``y_1 = 1`` may be imposed (multiplier symmetry, see the module docstring)."""
+    if 1 not in cands or objective not in ("diameter", "total_hops"):
+        return False
+    units = [a for a in range(1, n) if math.gcd(a, n) == 1]
+    if objective == "total_hops":
+        tol = 1e-9 * max(1.0, float(np.abs(W).max()))
+        idx = np.arange(n)
+        if any(np.abs(W[(a * idx) % n] - W).max() > tol for a in units):
+            return False
+    if mode == "coprime":
+        return True
+    # "all": a connected circulant on a prime power n has a jump prime to n, i.e. a unit
+    p = next(q for q in range(2, n + 1) if n % q == 0)
+    m = n
+    while m % p == 0:
+        m //= p
+    return m == 1
+
+
 # -- reach model --------------------------------------------------------------------------------
-def build_reach_milp(n, d, regular, cands, H, objective, wsym, m_max):
+def build_reach_milp(n, d, regular, cands, H, objective, wsym, m_max, fix_one=False):
     """PuLP reach model (module docstring); returns ``(problem, y, r)``."""
     prob = pulp.LpProblem("select_reach", pulp.LpMinimize)
     y = {p: pulp.LpVariable(f"y_{p}", cat=pulp.LpBinary) for p in cands}
     ports = pulp.lpSum(port_cost(n, p) * y[p] for p in cands)
     prob += (ports == d) if regular else (ports <= d), "ports"
+    if fix_one:
+        prob += y[1] == 1, "multiplier_symmetry"
     reps = range(n // 2 + 1)
     r = [{v: (1 if v == 0 else 0) for v in reps}]
     for h in range(1, H + 1):
@@ -258,12 +296,14 @@ def build_reach_milp(n, d, regular, cands, H, objective, wsym, m_max):
     return prob, y, r
 
 
-def build_reach_cpsat(n, d, regular, cands, H, objective, wunits, m_max):
+def build_reach_cpsat(n, d, regular, cands, H, objective, wunits, m_max, fix_one=False):
     """CP-SAT reach model (same constraints as :func:`build_reach_milp`, Boolean ``q``)."""
     m = cp_model.CpModel()
     y = {p: m.NewBoolVar(f"y_{p}") for p in cands}
     ports = sum(port_cost(n, p) * y[p] for p in cands)
     m.Add(ports == d) if regular else m.Add(ports <= d)
+    if fix_one:
+        m.Add(y[1] == 1)
     reps = range(n // 2 + 1)
     r = [{v: (1 if v == 0 else 0) for v in reps}]
     for h in range(1, H + 1):
@@ -422,16 +462,20 @@ def _solve(instance: Instance, options: SolveOptions, backend: str) -> SolveResu
     W = residue_weights(instance)
     wsym = _sym_weights(W)
     total = float(W.sum())
+    fix_one = options.extra.get("symmetry", True) and fix_unit_jump(n, cands, options.candidates,
+                                                                      objective, W)
+    if fix_one and inc and 1 not in inc:
+        inc = _with_unit_one(n, inc)
     hint = {f"y_{p}": float(p in inc) for p in cands} if inc else None
     exact = True
     if backend == "milp":
         wn = wsym / total if total > 0 else wsym
-        prob, _, _ = build_reach_milp(n, d, regular, cands, H, objective, wn, m_max)
+        prob, _, _ = build_reach_milp(n, d, regular, cands, H, objective, wn, m_max, fix_one)
         out = solve_pulp(prob, options, hint)
         to_obj = 1.0 if objective == "diameter" else total
     else:
         units, scale, exact = _exact.integer_units(wsym, 10**6)
-        model, y, _ = build_reach_cpsat(n, d, regular, cands, H, objective, units, m_max)
+        model, y, _ = build_reach_cpsat(n, d, regular, cands, H, objective, units, m_max, fix_one)
         out, _ = _run_cpsat(model, options, {y[p]: float(p in inc) for p in cands} if inc else None)
         to_obj = 1.0 if objective == "diameter" else scale
     runtime = time.perf_counter() - t0
@@ -455,7 +499,7 @@ def _solve(instance: Instance, options: SolveOptions, backend: str) -> SolveResu
     from ..evaluate import avg_hops
 
     params = {**options.as_params(), "jumps": list(jumps), "diameter": float(dist.max()),
-              "avg_hops": avg_hops(routing), "horizon": H}
+              "avg_hops": avg_hops(routing), "horizon": H, "fixed_unit_jump": fix_one}
     return SolveResult(
         method=method, status=status, objective=value, bound=bound, runtime_s=runtime,
         topology=topo, routing=routing, seed=options.seed, params=params, backend=out.backend,
