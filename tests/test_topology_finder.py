@@ -5,7 +5,12 @@ import pytest
 
 from topoopt_milp.check import check_solution
 from topoopt_milp.evaluate import evaluate
-from topoopt_milp.heuristics.topology_finder import degree_split, mp_matching_links, solve
+from topoopt_milp.heuristics.topology_finder import (
+    degree_split,
+    matching_top_k,
+    mp_matching_links,
+    solve,
+)
 from topoopt_milp.heuristics.totient import totient_jumps
 from topoopt_milp.instance import make_instance
 from topoopt_milp.result import SolveOptions, Status, solution_dict
@@ -170,8 +175,22 @@ def test_matching_top_k_option():
     inst = make_instance(n, 4, B1, mp=[(i, j, float(mp[i, j])) for i in range(n) for j in range(n)
                                        if i != j])
     res = solve(inst, SolveOptions(extra={"matching_top_k": 3}))
-    assert res.params["matching_top_k"] == 3
+    assert res.params["matching_top_k"] == 3 and "matching=top-3" in res.message
     assert (res.topology.degrees() == 4).all()
     assert_valid(inst, res)
     with pytest.raises(ValueError, match="matching_top_k"):
         solve(inst, SolveOptions(extra={"matching_top_k": 0}))
+
+
+def test_matching_top_k_auto():
+    n = 40
+    dense = np.ones((n, n)) - np.eye(n)  # 780 pairs > 16 n = 640: sparsified
+    assert matching_top_k(dense, 4) == 16
+    assert matching_top_k(dense, 10) == 20
+    assert matching_top_k(dense, 4, "all") is None
+    assert matching_top_k(dense, 4, 7) == 7
+    sparse = np.zeros((n, n))
+    sparse[0, 1:] = 1.0  # 39 pairs: every pair kept
+    assert matching_top_k(sparse, 4) is None
+    inst = make_instance(12, 4, B1, mp=[(0, 5, 3.0), (2, 7, 1.0)])
+    assert "matching=all pairs" in solve(inst, SolveOptions()).message
