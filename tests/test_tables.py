@@ -19,6 +19,7 @@ from topoopt_milp.bench.tables import (
     run_gaps,
     shifted_geomean,
     table,
+    wide_table,
 )
 from topoopt_milp.cli import main
 
@@ -147,3 +148,19 @@ def test_table_cli(runs, tmp_path):
     assert r.exit_code == 0 and r"\toprule" in out.read_text()
     r = CliRunner().invoke(main, ["table", str(tmp_path / "missing.sqlite")])
     assert r.exit_code == 2 and "no such file" in r.output
+
+
+def test_wide_table(runs):
+    w = wide_table(runs).set_index("instance")
+    assert list(w.columns) == ["family", "n", "best_bound", "bound_source",
+                               "alloc-milp", "ring", "select-milp"]
+    assert w.loc["A", "ring"] == pytest.approx((50 + 100 / 3) / 2)
+    assert w.loc["A", "select-milp"] == pytest.approx(0.0)
+    assert math.isnan(w.loc["B", "select-milp"])  # never run there
+    assert w.loc["B", "best_bound"] == 1.0 and w.loc["B", "bound_source"] == "analytic"
+    no_bound = wide_table(runs, "objective", analytic=False).set_index("instance")
+    assert math.isnan(no_bound.loc["B", "best_bound"]) and no_bound.loc["B", "ring"] == 4.0
+    tex = table(runs, "instance", "latex", wide="gap_pct")
+    assert r"\toprule" in tex and "ring" in tex and "41.67" in tex
+    with pytest.raises(ValueError, match="value"):
+        wide_table(runs, "bound")

@@ -151,6 +151,30 @@ def family_table(runs: pd.DataFrame, **bound_kw) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=FAMILY_COLUMNS)
 
 
+WIDE_VALUES = ("gap_pct", "objective", "runtime_s")
+WIDE_KEYS = ("family", "instance", "n", "best_bound", "bound_source")
+
+
+def wide_table(runs: pd.DataFrame, value: str = "gap_pct", **bound_kw) -> pd.DataFrame:
+    """The per-instance table pivoted for a paper: one row per instance (family, instance,
+    n, best bound and its source), one column per method holding ``value`` (seed-aggregated
+    as in :func:`instance_table`)."""
+    if value not in WIDE_VALUES:
+        raise ValueError(f"value: unknown wide-table value {value!r} (known: {', '.join(WIDE_VALUES)})")
+    t = instance_table(runs, **bound_kw)
+    if t.empty:
+        return pd.DataFrame(columns=list(WIDE_KEYS))
+    keys = list(WIDE_KEYS)
+    # Missing bounds would drop rows from the pivot index; pivot on a filled copy.
+    t = t.assign(best_bound=t["best_bound"].fillna(-1.0), bound_source=t["bound_source"].fillna("-"))
+    wide = t.pivot_table(index=keys, columns="method", values=value, aggfunc="first", dropna=False)
+    wide = wide.reset_index()
+    wide.columns.name = None
+    wide["best_bound"] = wide["best_bound"].where(wide["best_bound"] >= 0)
+    wide = wide.dropna(subset=[c for c in wide.columns if c not in keys], how="all")
+    return wide.sort_values(["family", "n", "instance"], kind="stable").reset_index(drop=True)
+
+
 # -- rendering --------------------------------------------------------------------------
 
 _FORMATS = {
@@ -160,10 +184,11 @@ _FORMATS = {
 }
 
 
-def _formatted(df: pd.DataFrame) -> pd.DataFrame:
+def _formatted(df: pd.DataFrame, formats: dict[str, str] | None = None) -> pd.DataFrame:
     out = df.copy()
+    formats = {**_FORMATS, **(formats or {})}
     for c in out.columns:
-        fmt = _FORMATS.get(c)
+        fmt = formats.get(c)
         out[c] = out[c].map(
             lambda v, fmt=fmt: "-" if v is None or (isinstance(v, float) and math.isnan(v))
             else (fmt.format(v) if fmt else str(v))
@@ -171,12 +196,13 @@ def _formatted(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def render(df: pd.DataFrame, fmt: str, caption: str | None = None) -> str:
+def render(df: pd.DataFrame, fmt: str, caption: str | None = None,
+           formats: dict[str, str] | None = None) -> str:
     """``md`` (GitHub pipe table), ``latex`` (a booktabs ``tabular`` inside a ``table``; needs
     ``\\usepackage{booktabs}``) or ``csv`` (full precision, empty cells for missing values)."""
     if fmt == "csv":
         return df.to_csv(index=False)
-    shown = _formatted(df)
+    shown = _formatted(df, formats)
     if fmt == "md":
         align = ["right" if pd.api.types.is_numeric_dtype(df[c]) else "left" for c in df.columns]
         return shown.to_markdown(index=False, disable_numparse=True, colalign=align) + "\n"
@@ -203,8 +229,18 @@ def latex_escape_cells(df: pd.DataFrame) -> pd.DataFrame:
     return df.map(esc)
 
 
-def table(runs: pd.DataFrame, by: str, fmt: str, **bound_kw) -> str:
-    """The text of ``topoopt-milp table``: ``by`` is ``instance`` or ``family``."""
+def table(runs: pd.DataFrame, by: str, fmt: str, wide: str | None = None, **bound_kw) -> str:
+    """The text of ``topoopt-milp table``: ``by`` is ``instance`` or ``family``; ``wide``
+    (``gap_pct``, ``objective`` or ``runtime_s``) pivots the per-instance table to one column
+    per method."""
+    if by == "instance" and wide is not None:
+        df = wide_table(runs, wide, **bound_kw)
+        fmts = {"gap_pct": "{:.2f}", "objective": "{:.6g}", "runtime_s": "{:.3g}"}[wide]
+        methods = [c for c in df.columns if c not in WIDE_KEYS]
+        what = {"gap_pct": "gap to the best bound [%]", "objective": "communication time [s]",
+                "runtime_s": "runtime [s]"}[wide]
+        return render(df, fmt, caption=f"Per-instance {what} by method",
+                      formats=dict.fromkeys(methods, fmts))
     if by == "instance":
         df, cap = instance_table(runs, **bound_kw), "Per-instance gaps to the best bound"
     elif by == "family":

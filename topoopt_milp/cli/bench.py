@@ -122,14 +122,17 @@ def _bound_kw(bound_methods, no_analytic) -> dict:
 @click.option("--by", type=click.Choice(["instance", "family"]), default="instance", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["md", "latex", "csv"]), default="md",
               show_default=True)
+@click.option("--wide", type=click.Choice(["gap_pct", "objective", "runtime_s"]), default=None,
+              help="--by instance: one row per instance, one column per method with this value.")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
               help="Write the table here instead of stdout.")
 @_bound_opts
-def table_cmd(stores, by, fmt, out, families, methods_filter, bound_methods, no_analytic) -> None:
+def table_cmd(stores, by, fmt, wide, out, families, methods_filter, bound_methods, no_analytic) -> None:
     """Gap table from one or more run STORES: per instance or per family."""
     from ..bench.tables import table
 
-    text = table(_runs(stores, families, methods_filter), by, fmt, **_bound_kw(bound_methods, no_analytic))
+    text = table(_runs(stores, families, methods_filter), by, fmt, wide=wide,
+                 **_bound_kw(bound_methods, no_analytic))
     if out:
         with open(out, "w") as fh:
             fh.write(text)
