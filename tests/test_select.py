@@ -1,0 +1,160 @@
+"""select family: exact ring-jump selection against hand-computed and published optima."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from topoopt_milp import registry
+from topoopt_milp.check import check_solution
+from topoopt_milp.evaluate import evaluate
+from topoopt_milp.formulations import select
+from topoopt_milp.instance import make_instance
+from topoopt_milp.result import SolveOptions, Status, solution_dict
+
+S = 1.0e6  # bytes per all-to-all demand
+B = 100.0  # Gbps
+
+
+def a2a(n: int, d: int):
+    return make_instance(n, d, B, mp=[(i, j, S) for i in range(n) for j in range(n) if i != j])
+
+
+def ring_traffic(n: int, d: int):
+    """Cheap traffic (n demands) for diameter runs, which ignore the volumes."""
+    return make_instance(n, d, B, mp=[(i, (i + 1) % n, S) for i in range(n)])
+
+
+def checked(inst, result):
+    """The result's solution file must pass the independent checker."""
+    metrics = None if result.topology is None else evaluate(inst, result.topology, result.routing)
+    problems = check_solution(inst.to_dict(), solution_dict(result, inst, metrics))
+    assert problems == [], problems
+    return result
+
+
+def boesch_wang(n: int) -> int:
+    """Optimal diameter of a degree-4 circulant on n nodes (Boesch and Wang 1985)."""
+    return math.ceil((math.sqrt(2 * n - 1) - 1) / 2)
+
+
+@pytest.mark.parametrize("n", range(5, 41))
+def test_boesch_wang_cpsat(n):
+    inst = ring_traffic(n, 4)
+    res = checked(inst, select.solve_cpsat(
+        inst, SolveOptions(objective="diameter", candidates="all", time_limit=20)))
+    assert res.status is Status.OPTIMAL
+    assert res.objective == boesch_wang(n) == res.bound
+    assert res.topology.diameter() == boesch_wang(n)
+    assert res.objective_kind == "diameter"
+    assert res.params["diameter"] == boesch_wang(n)
+
+
+@pytest.mark.parametrize("n", [5, 6, 9, 12, 17, 24, 25, 31, 40])
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_boesch_wang_milp(n, symmetry):
+    inst = ring_traffic(n, 4)
+    opts = SolveOptions(objective="diameter", candidates="all", time_limit=20,
+                        extra={"symmetry": symmetry})
+    res = checked(inst, select.solve_milp(inst, opts))
+    assert res.status is Status.OPTIMAL
+    assert res.objective == boesch_wang(n)
+    assert res.bound == pytest.approx(boesch_wang(n))
+
+
+def test_ball_and_residue_distances_by_hand():
+    assert [select.ball(2, h) for h in range(4)] == [1, 5, 13, 25]  # 2h^2 + 2h + 1
+    assert select.ball(4, 3) == 129
+    # C_8(1, 3): residues 1, 3, 5, 7 at one hop, 2, 4, 6 at two
+    assert list(select.residue_distances(8, (1, 3))) == [0, 1, 2, 1, 2, 1, 2, 1]
+    assert select.candidate_jumps(12, 4, "coprime") == [1, 5]
+    assert select.candidate_jumps(12, 3, "coprime") == [1, 5, 6]  # n/2 for odd d
+    assert select.candidate_jumps(7, 4, "all") == [1, 2, 3]
+
+
+def test_total_hops_matches_moore_bound_n8():
+    # 4 residues at one hop and the other 3 at two: 10 hops per source (Moore bound, attained)
+    inst = a2a(8, 4)
+    for res in (select.solve_milp(inst, SolveOptions(objective="total_hops", candidates="all")),
+                select.solve_cpsat(inst, SolveOptions(objective="total_hops", candidates="all"))):
+        checked(inst, res)
+        assert res.status is Status.OPTIMAL
+        assert res.objective == pytest.approx(10 * 8 * S)
+        assert res.bound == pytest.approx(10 * 8 * S)
+        assert res.params["avg_hops"] == pytest.approx(10 / 7)
+
+
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_comm_time_a2a_n8_hand_optimum(solver):
+    # total byte-hops >= 80 S (Moore), capacity n d B: T >= 80 S / (32 B) = 2.5 S / B, attained
+    inst = a2a(8, 4)
+    want = 2.5 * S / inst.link_bytes_per_s
+    res = checked(inst, select.solve_milp(inst, SolveOptions(candidates="all", solver=solver)))
+    assert res.status is Status.OPTIMAL
+    assert res.objective == pytest.approx(want, rel=1e-6)
+    assert res.bound == pytest.approx(want, rel=1e-6)
+    cp = checked(inst, select.solve_cpsat(inst, SolveOptions(candidates="all", time_limit=20)))
+    assert cp.status is Status.OPTIMAL
+    assert cp.objective == pytest.approx(want, rel=1e-6)
+
+
+def test_comm_time_mixed_traffic_not_rotation_invariant():
+    inst = make_instance(8, 4, B, allreduce=[(range(8), 1e8)], mp=[(0, 5, 3e7), (2, 7, 1e7)])
+    res = checked(inst, select.solve_milp(inst, SolveOptions(candidates="all")))
+    assert res.status is Status.OPTIMAL
+    assert "sources=8" in res.message
+    cp = checked(inst, select.solve_cpsat(inst, SolveOptions(candidates="all", time_limit=20)))
+    # integer flow units restrict splits: never better than the MILP optimum, and close to it
+    assert cp.objective >= res.objective * (1 - 1e-6)
+    assert cp.objective <= res.objective * 1.01
+    # its bound is that of the integer-unit model: below its own objective, and within the
+    # flow resolution of the fractional optimum
+    assert cp.bound <= cp.objective
+    assert cp.bound == pytest.approx(res.objective, rel=1e-4)
+
+
+@pytest.mark.parametrize("objective", ["diameter", "total_hops", "comm_time"])
+def test_totientperms_never_beats_proven_optimum(objective):
+    if not registry.available("totientperms"):
+        pytest.skip("totientperms not available")
+    inst = a2a(12, 4)
+    res = checked(inst, select.solve_cpsat(
+        inst, SolveOptions(objective=objective, candidates="coprime", time_limit=20)))
+    assert res.status is Status.OPTIMAL
+    heur = registry.solve(inst, "totientperms", SolveOptions())
+    m = evaluate(inst, heur.topology, heur.routing)
+    value = {"diameter": m["diameter"], "comm_time": m["comm_time_s"],
+             "total_hops": m["avg_hops"] * inst.total_bytes()}[objective]
+    assert value >= res.objective * (1 - 1e-9)
+
+
+def test_infeasible_candidate_set():
+    # Z_6 has units 1 and 5 = -1: one ring only, but 4 ports need two
+    inst = ring_traffic(6, 4)
+    res = checked(inst, select.solve_milp(inst, SolveOptions(objective="diameter")))
+    assert res.status is Status.INFEASIBLE
+    assert res.topology is None and res.objective is None
+
+
+def test_odd_degree_uses_the_matching():
+    inst = ring_traffic(10, 3)
+    res = checked(inst, select.solve_cpsat(inst, SolveOptions(objective="diameter",
+                                                               candidates="all")))
+    assert res.status is Status.OPTIMAL
+    assert 5 in res.topology.jumps
+    assert (res.topology.degrees() == 3).all()
+    # jumps {a, 5}: within two hops only 0, +-a, 5, +-2a, 5 +- a -- 8 < 10 residues; C_10(3, 5)
+    # reaches 1 = 3 + 3 + 5 in three
+    assert res.objective == 3 == res.bound
+
+
+@pytest.mark.slow
+def test_time_limited_run_returns_incumbent_and_bound():
+    # n = 128, d = 8, all candidates: HiGHS cannot rule out diameter 3 within 2 s
+    inst = ring_traffic(128, 8)
+    res = checked(inst, select.solve_milp(
+        inst, SolveOptions(objective="diameter", candidates="all", time_limit=2)))
+    assert res.status is Status.FEASIBLE
+    assert res.objective == 4
+    assert res.bound is not None and res.bound < res.objective
