@@ -87,3 +87,17 @@ def test_plot_cli_and_no_data(store, tmp_path):
     heuristics_only = heuristics_only[heuristics_only["instance_meta"].map(len) == 0]
     with pytest.raises(NoDataError, match="meta.workload"):
         plot(heuristics_only, "iteration", str(out))
+
+
+def test_report_writes_every_table_and_figure(store, tmp_path):
+    out = tmp_path / "results"
+    r = CliRunner().invoke(main, ["report", str(store), "--out", str(out), "--figure-format", "png"])
+    assert r.exit_code == 0, r.output
+    names = sorted(p.name for p in out.iterdir())
+    tables = [f"{t}.{e}" for t in ("instances", "gaps", "families") for e in ("md", "tex", "csv")]
+    assert names == sorted(tables + [f"{k}.png" for k in ("gap", "runtime", "profile", "iteration")])
+    assert r"\toprule" in (out / "gaps.tex").read_text()
+    # Regenerating gives byte-identical tables (nothing depends on the time or the run order).
+    first = {t: (out / t).read_text() for t in tables}
+    CliRunner().invoke(main, ["report", str(store), "--out", str(out), "--figure-format", "png"])
+    assert first == {t: (out / t).read_text() for t in tables}

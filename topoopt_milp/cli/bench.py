@@ -159,6 +159,24 @@ def plot_cmd(stores, kind, out, measure, families, methods_filter, bound_methods
 
 
 @main.command()
+@click.argument("stores", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", "-o", "outdir", required=True, type=click.Path(file_okay=False),
+              help="Folder for the tables and figures (created if missing).")
+@click.option("--figure-format", "figure_formats", multiple=True, default=("png", "pdf"),
+              type=click.Choice(["png", "pdf", "svg"]), show_default=True)
+@_bound_opts
+def report(stores, outdir, figure_formats, families, methods_filter, bound_methods, no_analytic) -> None:
+    """Write every table (instances, wide gaps, families; md, tex, csv) and every figure of
+    the run STORES into one folder."""
+    from ..bench.report import write_report
+
+    paths = write_report(_runs(stores, families, methods_filter), outdir,
+                         figure_formats=figure_formats, **_bound_kw(bound_methods, no_analytic))
+    for p in paths:
+        click.echo(f"wrote {p}")
+
+
+@main.command()
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(dir_okay=False))
 @click.option("--methods", "-m", "methods_text", required=True, help="Comma-separated method names.")
 @click.option("--time-limit", type=float, default=60.0, show_default=True)
