@@ -7,9 +7,16 @@ import pytest
 from topoopt_milp.check import check_solution
 from topoopt_milp.evaluate import evaluate, ideal_switch_time
 from topoopt_milp.heuristics import baselines as bl
+from topoopt_milp.heuristics.support import (
+    circulant_jumps,
+    components,
+    connect_components,
+    fill_free_ports,
+)
 from topoopt_milp.instance import make_instance
 from topoopt_milp.registry import solve
 from topoopt_milp.result import SolveOptions, Status, solution_dict
+from topoopt_milp.topology import Topology
 
 B1 = 8e-9  # 1 byte/s: times equal bytes
 D = 6.0  # bytes per ordered pair in the uniform all-to-all
@@ -201,3 +208,44 @@ def test_ideal_switch_and_fat_tree():
         bl.fat_tree_time(inst, 40.0, oversubscription=0.5)
     with pytest.raises(ValueError, match="per_server_gbps"):
         bl.fat_tree_time(inst, 0.0)
+
+
+# -- shared building blocks (heuristics/support.py) ------------------------------------------------------
+def _links(n, pairs):
+    L = np.zeros((n, n), dtype=np.int64)
+    for a, b in pairs:
+        L[a, b] += 1
+        L[b, a] += 1
+    return L
+
+
+def test_fill_free_ports():
+    L = fill_free_ports(np.zeros((6, 6), dtype=np.int64), 3)
+    assert (L.sum(axis=1) == 3).all() and L.max() == 1  # fresh neighbours preferred
+    # only node 3 has free ports: a link elsewhere is split into 3-a, 3-b
+    L = fill_free_ports(_links(4, [(0, 1), (1, 2), (2, 0)]), 2)
+    assert (L.sum(axis=1) == 2).all() and (L == L.T).all() and not np.diag(L).any()
+    with pytest.raises(ValueError, match="degree"):
+        fill_free_ports(_links(3, [(0, 1)]), 1)  # node 2 alone with one free port
+    with pytest.raises(ValueError, match="degree"):
+        fill_free_ports(_links(3, [(0, 1), (0, 2)]), 1)  # node 0 over budget
+
+
+def test_connect_components_preserves_degrees():
+    # two triangles and a square: one cyclic swap joins all three
+    L = _links(10, [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3), (6, 7), (7, 8), (8, 9), (9, 6)])
+    deg = L.sum(axis=1).copy()
+    connect_components(L)
+    assert (L.sum(axis=1) == deg).all() and len(set(components(L))) == 1
+    # a perfect matching (every link a bridge) cannot be joined by swaps: left alone
+    M = _links(6, [(0, 1), (2, 3), (4, 5)])
+    assert (connect_components(M.copy()) == M).all()
+    # with free ports (non-regular) components are joined over them
+    M = connect_components(M, degree=2)
+    assert len(set(components(M))) == 1 and M.sum(axis=1).max() <= 2
+
+
+def test_circulant_jumps_detection():
+    assert circulant_jumps(Topology.circulant(12, [1, 5]).links) == (1, 5)
+    assert circulant_jumps(Topology.circulant(12, [1, 1, 6]).links) == (1, 1, 6)
+    assert circulant_jumps(_links(4, [(0, 1), (2, 3)])) is None

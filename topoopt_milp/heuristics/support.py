@@ -14,7 +14,8 @@ Connectivity repair (:func:`connect_components`)
     from ``X`` and ``(c, e)`` from ``Y``, add ``(a, c)`` and ``(b, e)``. If ``(a, b)`` is not a
     bridge of ``X`` the result is connected (``a`` and ``b`` stay joined inside ``X``, and ``Y``
     hangs off both). Every component of a graph with minimum degree 2 has a cycle, hence a
-    non-bridge edge; a parallel link is never a bridge.
+    non-bridge edge; a parallel link is never a bridge. Many components are joined at once by
+    the cyclic version of this swap.
 """
 
 from __future__ import annotations
@@ -104,35 +105,50 @@ def traffic_is_split(links: np.ndarray, instance: Instance) -> bool:
 
 
 def connect_components(links: np.ndarray, degree: int | None = None) -> np.ndarray:
-    """Merge all components by degree-preserving 2-swaps (in place and returned).
+    """Merge all components (in place and returned), preserving every node's degree unless
+    free ports are used.
 
-    With ``degree`` given (non-regular instances), free ports are used first: two components
-    that both have a free port get a new link; otherwise two free ports of one component are
-    spliced into a non-bridge link of the other.
+    * With ``degree`` given (non-regular instances), free ports go first: components with a
+      free port are linked pairwise; a component with two free ports and none elsewhere is
+      spliced into a non-bridge link ``(a, b)`` of another (remove ``(a, b)``, add
+      ``(u1, a), (u2, b)``).
+    * Otherwise one cyclic swap joins all components at once: take a non-bridge link
+      ``(a_i, b_i)`` of every component ``C_1..C_m`` (of at most one component whose links
+      are all bridges, any link), remove them and add ``(b_i, a_{i+1 mod m})``. Each
+      ``C_i`` stays connected without its link, and the new links chain all of them; with
+      one bridge component the chain is a path, still connected. For ``m = 2`` this is the
+      2-swap of the module docstring.
 
-    Components that cannot be merged this way (every link a bridge on both sides, or a node
-    without links) are left alone and logged; routing then reports any unreachable demand."""
+    Components that cannot be merged this way (only bridges, or a node without links and no
+    free ports) are left alone and logged; routing then reports any unreachable demand."""
     L = links
     while True:
         labels = components(L)
         comps = [np.flatnonzero(labels == c) for c in range(labels.max() + 1)]
         if len(comps) <= 1:
             return L
-        comps.sort(key=len, reverse=True)
-        x, y = comps[0], comps[1]
-        if degree is not None and _join_over_free_ports(L, x, y, degree):
+        if degree is not None and _join_over_free_ports(L, comps, degree):
             continue
-        ex = _non_bridge_link(L, x)
-        ey = _any_link(L, y) if ex is not None else _non_bridge_link(L, y)
-        if ex is None and ey is not None:
-            ex = _any_link(L, x)
-        if ex is None or ey is None:
+        chosen: list[tuple[int, int]] = []
+        bridge_used = False
+        for comp in sorted(comps, key=len, reverse=True):
+            e = _non_bridge_link(L, comp)
+            if e is None and not bridge_used:
+                e = _any_link(L, comp)
+                bridge_used = e is not None
+            if e is not None:
+                chosen.append(e)
+        if len(chosen) < 2:
             log.warning("connect_components: %d components cannot be merged by swaps", len(comps))
             return L
-        (a, b), (c, e) = ex, ey
-        for p, q, delta in ((a, b, -1), (c, e, -1), (a, c, 1), (b, e, 1)):
-            L[p, q] += delta
-            L[q, p] += delta
+        m = len(chosen)
+        for k, (a, b) in enumerate(chosen):
+            c = chosen[(k + 1) % m][0]
+            for p, q, delta in ((a, b, -1), (b, c, 1)):
+                L[p, q] += delta
+                L[q, p] += delta
+        if len(chosen) == len(comps):
+            return L  # all joined in one cycle (or path)
 
 
 def _free_slots(L: np.ndarray, nodes: np.ndarray, degree: int) -> list[int]:
@@ -140,25 +156,29 @@ def _free_slots(L: np.ndarray, nodes: np.ndarray, degree: int) -> list[int]:
     return [int(v) for v, f in zip(nodes, free) for _ in range(max(int(f), 0))]
 
 
-def _join_over_free_ports(L: np.ndarray, x: np.ndarray, y: np.ndarray, degree: int) -> bool:
-    """Join components ``x`` and ``y`` using free ports: a new link when both have a free
-    port, else splice two free ports of one side into a non-bridge link ``(a, b)`` of the
-    other (remove ``(a, b)``, add ``(u1, a), (u2, b)``)."""
-    sx, sy = _free_slots(L, x, degree), _free_slots(L, y, degree)
-    if sx and sy:
-        edits = [(sx[0], sy[0], 1)]
+def _join_over_free_ports(L: np.ndarray, comps: list[np.ndarray], degree: int) -> bool:
+    """One round of free-port joins (see :func:`connect_components`); False if none applies."""
+    slots = [_free_slots(L, c, degree) for c in comps]
+    open_ = [k for k, sl in enumerate(slots) if sl]
+    edits: list[tuple[int, int, int]] = []
+    if len(open_) >= 2:
+        for k1, k2 in zip(open_[::2], open_[1::2]):
+            edits.append((slots[k1][0], slots[k2][0], 1))
     else:
-        for slots, other in ((sy, x), (sx, y)):
-            if len(slots) >= 2 and (e := _non_bridge_link(L, other)) is not None:
-                (a, b), (u1, u2) = e, slots[:2]
-                edits = [(a, b, -1), (u1, a, 1), (u2, b, 1)]
+        for k in open_:
+            if len(slots[k]) < 2:
+                continue
+            for other in range(len(comps)):
+                if other != k and (e := _non_bridge_link(L, comps[other])) is not None:
+                    (a, b), (u1, u2) = e, slots[k][:2]
+                    edits = [(a, b, -1), (u1, a, 1), (u2, b, 1)]
+                    break
+            if edits:
                 break
-        else:
-            return False
     for p, q, delta in edits:
         L[p, q] += delta
         L[q, p] += delta
-    return True
+    return bool(edits)
 
 
 def _any_link(L: np.ndarray, nodes: np.ndarray) -> tuple[int, int] | None:
