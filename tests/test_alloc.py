@@ -1,0 +1,161 @@
+"""alloc family: integer link allocation with routing, against hand-computed optima."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from topoopt_milp import registry
+from topoopt_milp.check import check_solution
+from topoopt_milp.evaluate import evaluate
+from topoopt_milp.formulations import alloc
+from topoopt_milp.instance import make_instance
+from topoopt_milp.result import SolveOptions, Status, solution_dict
+
+S = 1.25e8  # bytes: one second on a 1 Gbps link
+HEURISTICS = ("topologyfinder", "totientperms", "expander", "demand-greedy")
+
+
+def checked(inst, result):
+    metrics = None if result.topology is None else evaluate(inst, result.topology, result.routing)
+    problems = check_solution(inst.to_dict(), solution_dict(result, inst, metrics))
+    assert problems == [], problems
+    return result
+
+
+def one_pair():
+    """n = 4, d = 2: the only demand 0 -> 1 gets both ports as a double link: T = S / 2B."""
+    return make_instance(4, 2, 1.0, mp=[(0, 1, S)])
+
+
+def a2a4():
+    """n = 4, d = 2, all-to-all S: the only connected 2-regular multigraph is C4; a neighbour
+    is 1 hop, the opposite node 2 hops over two paths, so arc load = S + S/2 + S/2 = 2S."""
+    return make_instance(4, 2, 1.0, mp=[(i, j, S) for i in range(4) for j in range(4) if i != j])
+
+
+def mixed8():
+    """The n = 8, d = 4 mixed AllReduce + MP instance of the benchmark."""
+    return make_instance(8, 4, 100.0, allreduce=[(range(8), 1e8)],
+                         mp=[(0, 5, 3e7), (5, 0, 3e7), (2, 7, 1e7), (1, 6, 2e7)])
+
+
+CASES = [(one_pair, 0.5), (a2a4, 2.0)]
+
+
+@pytest.mark.parametrize(("make", "want"), CASES)
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_milp_hand_optima(make, want, solver):
+    inst = make()
+    res = checked(inst, alloc.solve_milp(inst, SolveOptions(solver=solver, time_limit=20)))
+    assert res.status is Status.OPTIMAL
+    assert res.objective == pytest.approx(want, rel=1e-6)
+    assert res.bound == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize(("make", "want"), CASES)
+def test_cpsat_hand_optima(make, want):
+    inst = make()
+    res = checked(inst, alloc.solve_cpsat(inst, SolveOptions(time_limit=20)))
+    assert res.status is Status.OPTIMAL
+    assert res.objective == pytest.approx(want, rel=1e-9)
+    assert res.bound == pytest.approx(want, rel=1e-9)
+    assert res.scale is not None
+
+
+def test_double_link_chosen_for_single_demand():
+    res = alloc.solve_milp(one_pair(), SolveOptions())
+    assert res.topology.links[0, 1] == 2 and res.topology.links[2, 3] == 2
+
+
+def test_multiplicity_cap_is_respected():
+    inst = one_pair()
+    res = checked(inst, alloc.solve_milp(inst, SolveOptions(extra={"max_multiplicity": 1})))
+    # simple graph: C4, the demand 0 -> 1 splits over the direct link and the 3-hop path
+    assert res.topology.links.max() == 1
+    assert res.objective == pytest.approx(0.5, rel=1e-6)  # 1/2 direct, 1/2 around: S/2 per arc
+
+
+def test_mixed_n8_proven_optimal_and_beats_heuristics():
+    inst = mixed8()
+    res = checked(inst, alloc.solve_milp(inst, SolveOptions(time_limit=60)))
+    assert res.status is Status.OPTIMAL
+    assert res.gap == pytest.approx(0.0, abs=1e-6)
+    for name in HEURISTICS:
+        if not registry.available(name):
+            continue
+        h = registry.solve(inst, name, SolveOptions())
+        if h.topology is None:
+            continue
+        assert h.objective >= res.objective * (1 - 1e-6), name
+    # CBC proves the same optimum
+    cbc = checked(inst, alloc.solve_milp(inst, SolveOptions(solver="cbc", time_limit=60)))
+    assert cbc.status is Status.OPTIMAL
+    assert cbc.objective == pytest.approx(res.objective, rel=1e-5)
+
+
+def test_ring_choice_never_worse_than_given_rings():
+    inst = mixed8()
+    given = alloc.solve_milp(inst, SolveOptions(time_limit=60))
+    chosen = checked(inst, alloc.solve_milp(inst, SolveOptions(time_limit=60,
+                                                                extra={"rings": "choose"})))
+    assert chosen.status is Status.OPTIMAL
+    assert chosen.objective <= given.objective * (1 + 1e-6)
+    shares = sum(r.share for r in chosen.routing.rings)
+    assert shares == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("make", [a2a4, mixed8])
+def test_heuristics_never_beat_the_optimum(make):
+    inst = make()
+    opt = alloc.solve_milp(inst, SolveOptions(time_limit=60))
+    assert opt.status is Status.OPTIMAL
+    for name in HEURISTICS:
+        if not registry.available(name):
+            continue
+        try:
+            h = registry.solve(inst, name, SolveOptions(seed=1))
+        except ValueError:
+            continue  # e.g. a baseline that does not apply to this n
+        if h.topology is not None:
+            assert h.objective >= opt.bound * (1 - 1e-6), name
+
+
+def test_symmetry_breaking_keeps_the_optimum():
+    inst = make_instance(6, 3, 100.0, mp=[(i, j, 1e6) for i in range(6) for j in range(6) if i != j])
+    on = checked(inst, alloc.solve_milp(inst, SolveOptions(time_limit=60)))
+    off = alloc.solve_milp(inst, SolveOptions(time_limit=60, extra={"symmetry": False}))
+    assert on.status is off.status is Status.OPTIMAL
+    assert on.objective == pytest.approx(off.objective, rel=1e-6)
+
+
+def test_interchangeable_classes():
+    D = np.ones((5, 5)) - np.eye(5)
+    assert alloc.interchangeable_classes(D) == [[0, 1, 2, 3, 4]]
+    assert alloc.symmetry_chain(D) == (0, [1, 2, 3, 4])
+    ring = np.roll(np.eye(5), 1, axis=1)  # 0 -> 1 -> 2 -> 3 -> 4 -> 0: no transposition fixes it
+    assert alloc.symmetry_chain(ring) is None
+    D2 = np.zeros((4, 4))
+    D2[0, 1] = D2[1, 0] = 1.0  # 2 and 3 are idle and interchangeable; so are 0 and 1
+    assert alloc.interchangeable_classes(D2) == [[0, 1], [2, 3]]
+
+
+def test_time_limited_run_returns_incumbent_and_bound():
+    inst = make_instance(10, 4, 100.0, mp=[(i, j, 1e6) for i in range(10) for j in range(10) if i != j])
+    res = checked(inst, alloc.solve_milp(inst, SolveOptions(time_limit=1)))
+    assert res.status in (Status.FEASIBLE, Status.OPTIMAL)
+    assert res.objective is not None and res.bound is not None
+    assert res.bound <= res.objective
+    if res.status is Status.FEASIBLE:
+        assert res.gap > 0
+
+
+def test_warm_start_from_a_solution():
+    inst = mixed8()
+    tf = registry.solve(inst, "topologyfinder", SolveOptions()) if registry.available(
+        "topologyfinder") else None
+    if tf is None or tf.topology is None:
+        pytest.skip("topologyfinder not available")
+    res = checked(inst, alloc.solve_milp(inst, SolveOptions(warm_start=tf, time_limit=60)))
+    assert res.status is Status.OPTIMAL
+    assert res.objective <= tf.objective
