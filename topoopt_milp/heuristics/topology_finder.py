@@ -210,5 +210,5 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     return heuristic_result(
         "topologyfinder", instance, topo, routing, options, started,
         message=f"split={options.split} d_AR={d_ar} d_MP={d_mp} "
-        f"matching={'all pairs' if k is None else f'top-{k}'}",
+        f"matching={'none' if d_mp == 0 else 'all pairs' if k is None else f'top-{k}'}",
     )
