@@ -12,7 +12,8 @@ The algorithm (DESIGN.md section 4, after the published TopoOpt artifact):
      (:meth:`Instance.allreduce_bytes`, :meth:`Instance.mp_bytes`): at a common link rate
      they are proportional to the time each kind needs.
    * ``all_ar`` (the released code's last version): ``d_AR = d``; MP traffic is forwarded
-     over the AllReduce rings.
+     over the AllReduce rings (without AllReduce traffic: the plain TotientPerms circulant
+     ``totient_jumps(n, d)``).
 
 2. **AllReduce links**: :func:`~topoopt_milp.heuristics.totient.allreduce_topology` with
    ``d_AR`` ports (TotientPerms per group; the ``+-1`` connectivity ring when the largest
