@@ -170,10 +170,18 @@ def integer_units(values: np.ndarray, max_units: int = 10**5) -> tuple[np.ndarra
 
 
 # -- results ------------------------------------------------------------------------------------
-def failed_result(method: str, options: SolveOptions, outcome, runtime: float, message: str = ""):
-    """A result without a solution (infeasible, no solution in time, error)."""
+def failed_result(method: str, options: SolveOptions, outcome, runtime: float, message: str = "",
+                  restricted: bool = False):
+    """A result without a solution (infeasible, no solution in time, error).
+
+    ``restricted``: the model is a restriction of the problem (candidate paths), so its
+    infeasibility proves nothing about the problem: reported as ``no_solution``."""
+    status = outcome.status
+    if restricted and status is Status.INFEASIBLE:
+        status = Status.NO_SOLUTION
+        message = message or "no solution within the candidate paths (the restricted model is infeasible)"
     return SolveResult(
-        method=method, status=outcome.status, objective=None, bound=None, runtime_s=runtime,
+        method=method, status=status, objective=None, bound=None, runtime_s=runtime,
         seed=options.seed, params=options.as_params(), backend=outcome.backend,
         backend_version=outcome.version, message=(message or outcome.message),
     )

@@ -378,7 +378,7 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     out, solver = _run_cpsat(m, options, hint)
     runtime = time.perf_counter() - t0
     if not out.status.has_solution:
-        return _exact.failed_result("alloc-cpsat", options, out, runtime)
+        return _exact.failed_result("alloc-cpsat", options, out, runtime, restricted=True)
     L = np.zeros((n, n), dtype=np.int64)
     for i, j in combinations(range(n), 2):
         L[i, j] = L[j, i] = solver.Value(x[i, j])

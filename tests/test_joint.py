@@ -1,0 +1,109 @@
+"""joint family: links + routing + AllReduce ring orders, against hand-computed optima."""
+
+from __future__ import annotations
+
+import pytest
+
+from topoopt_milp import registry
+from topoopt_milp.check import check_solution
+from topoopt_milp.evaluate import evaluate
+from topoopt_milp.formulations import alloc, joint
+from topoopt_milp.instance import make_instance
+from topoopt_milp.result import SolveOptions, Status, solution_dict
+
+S = 1.25e8  # bytes: one second on a 1 Gbps link
+
+
+def checked(inst, result):
+    metrics = None if result.topology is None else evaluate(inst, result.topology, result.routing)
+    problems = check_solution(inst.to_dict(), solution_dict(result, inst, metrics))
+    assert problems == [], problems
+    return result
+
+
+def ring3():
+    """n = 3, d = 2: the triangle. Each member sends e = 4S/3 to its successor; sending a
+    fraction a the long way (2 hops, over the reverse arcs, which carry a from two commodities)
+    balances 1 - a = 2a at a = 1/3: load 2/3 e = 8S/9. Unsplittable: e = 4S/3."""
+    return make_instance(3, 2, 1.0, allreduce=[(range(3), S)])
+
+
+def ring4():
+    """n = 4, d = 2: C4 is the only connected 2-regular multigraph; ring edges e = 3S/2 on the
+    cycle, a fraction a sent 3 hops the other way: 1 - a = 3a at a = 1/4, load 3/4 e = 9S/8.
+    Unsplittable: e = 3S/2."""
+    return make_instance(4, 2, 1.0, allreduce=[(range(4), S)])
+
+
+@pytest.mark.parametrize(("make", "frac", "unsplit"), [(ring3, 8 / 9, 4 / 3), (ring4, 9 / 8, 1.5)])
+def test_hand_optima_all_backends(make, frac, unsplit):
+    inst = make()
+    for solver in ("highs", "cbc"):
+        res = checked(inst, joint.solve_milp(inst, SolveOptions(solver=solver, time_limit=30)))
+        assert res.status is Status.OPTIMAL, solver
+        assert res.objective == pytest.approx(frac, rel=1e-6), solver
+        assert res.bound == pytest.approx(frac, rel=1e-6), solver
+    cp = checked(inst, joint.solve_cpsat(inst, SolveOptions(time_limit=30)))
+    assert cp.status is Status.OPTIMAL
+    assert cp.objective == pytest.approx(unsplit, rel=1e-9)
+    # the unsplittable optimum can never beat the fractional one
+    assert cp.objective >= frac
+
+
+def test_rings_are_hamiltonian_cycles_of_their_groups():
+    inst = make_instance(5, 2, 1.0, allreduce=[(range(5), S), ([0, 2, 4], S / 2)],
+                         mp=[(1, 3, S / 4)])
+    for res in (joint.solve_milp(inst, SolveOptions(time_limit=30)),
+                joint.solve_cpsat(inst, SolveOptions(time_limit=30))):
+        checked(inst, res)
+        assert res.status is Status.OPTIMAL
+        by_group = {r.group: r.order for r in res.routing.rings}
+        assert sorted(by_group[0]) == [0, 1, 2, 3, 4]
+        assert sorted(by_group[1]) == [0, 2, 4]
+
+
+def test_choosing_rings_never_worse_than_given_rings():
+    # the default ring 0 -> 1 -> 2 -> 3 -> 4 -> 0 is one candidate of the joint model
+    inst = make_instance(5, 2, 1.0, allreduce=[(range(5), S)],
+                         mp=[(0, 2, S), (2, 0, S), (1, 3, S / 2)], regular=True)
+    given = checked(inst, alloc.solve_milp(inst, SolveOptions(time_limit=30)))
+    free = checked(inst, joint.solve_milp(inst, SolveOptions(time_limit=30)))
+    assert given.status is free.status is Status.OPTIMAL
+    assert free.objective <= given.objective * (1 + 1e-6)
+    cp = checked(inst, joint.solve_cpsat(inst, SolveOptions(time_limit=30)))
+    assert cp.objective >= free.bound * (1 - 1e-6)
+
+
+def test_heuristics_never_beat_the_joint_optimum():
+    inst = make_instance(6, 2, 1.0, allreduce=[(range(6), S)], mp=[(0, 3, S / 2), (3, 0, S / 2)])
+    opt = checked(inst, joint.solve_milp(inst, SolveOptions(time_limit=60)))
+    assert opt.status is Status.OPTIMAL
+    for name in ("totientperms", "topologyfinder", "expander"):
+        if not registry.available(name):
+            continue
+        h = registry.solve(inst, name, SolveOptions(seed=2))
+        if h.topology is not None:
+            assert h.objective >= opt.bound * (1 - 1e-6), name
+
+
+def test_time_limited_run_returns_incumbent_and_bound():
+    inst = make_instance(8, 4, 100.0, allreduce=[(range(8), 1e8)],
+                         mp=[(0, 5, 3e7), (5, 0, 3e7), (2, 7, 1e7), (1, 6, 2e7)])
+    res = checked(inst, joint.solve_milp(inst, SolveOptions(time_limit=1)))
+    assert res.status in (Status.FEASIBLE, Status.OPTIMAL)
+    assert res.objective is not None and res.bound is not None
+    assert res.bound <= res.objective
+    if res.status is Status.FEASIBLE:
+        assert res.gap > 0
+
+
+def test_restricted_cpsat_infeasibility_is_not_claimed():
+    # with k = 1 (direct links only) node 0 needs links to 2, 3 and 4 for its MP demands but
+    # has two ports, so the path-restricted model is infeasible -- which proves nothing about
+    # the problem itself (the MILP solves it)
+    inst = make_instance(6, 2, 1.0, allreduce=[(range(6), S)],
+                         mp=[(0, 2, S), (0, 3, S), (0, 4, S)])
+    res = checked(inst, joint.solve_cpsat(inst, SolveOptions(k_paths=1, time_limit=10,
+                                                              extra={"max_multiplicity": 1})))
+    assert res.status is Status.NO_SOLUTION
+    assert res.topology is None
