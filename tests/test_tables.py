@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import math
 import re
+import shutil
+import subprocess
 
 import pandas as pd
 import pytest
@@ -162,5 +164,19 @@ def test_wide_table(runs):
     assert math.isnan(no_bound.loc["B", "best_bound"]) and no_bound.loc["B", "ring"] == 4.0
     tex = table(runs, "instance", "latex", wide="gap_pct")
     assert r"\toprule" in tex and "ring" in tex and "41.67" in tex
+    assert not re.search(r"(?<!\\)[_%#]", tex), "unescaped LaTeX special (the caption says [%])"
     with pytest.raises(ValueError, match="value"):
         wide_table(runs, "bound")
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex not installed")
+def test_latex_tables_compile(runs, tmp_path):
+    parts = [table(runs, "instance", "latex"), table(runs, "family", "latex"),
+             table(runs, "instance", "latex", wide="gap_pct")]
+    doc = ("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n\\tiny\n"
+           + "\n".join(parts) + "\\end{document}\n")
+    (tmp_path / "doc.tex").write_text(doc)
+    r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert (tmp_path / "doc.pdf").stat().st_size > 1000

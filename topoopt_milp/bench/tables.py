@@ -213,20 +213,22 @@ def render(df: pd.DataFrame, fmt: str, caption: str | None = None,
         body = shown.to_latex(index=False, escape=False, column_format=align)
         if caption is None:
             return body
-        return "\\begin{table}[htbp]\n\\centering\n\\caption{" + caption + "}\n" + body + "\\end{table}\n"
+        cap = _latex_escape(caption)
+        return "\\begin{table}[htbp]\n\\centering\n\\caption{" + cap + "}\n" + body + "\\end{table}\n"
     raise ValueError(f"format: unknown table format {fmt!r} (known: md, latex, csv)")
 
 
+_LATEX_SPECIALS = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#",
+                   "$": r"\$", "{": r"\{", "}": r"\}"}
+
+
+def _latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
+
+
 def latex_escape_cells(df: pd.DataFrame) -> pd.DataFrame:
-    """Escape LaTeX specials in string cells (``_ & % # $``)."""
-    specials = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#", "$": r"\$"}
-
-    def esc(v: object) -> object:
-        if not isinstance(v, str):
-            return v
-        return "".join(specials.get(ch, ch) for ch in v)
-
-    return df.map(esc)
+    """Escape LaTeX specials in string cells (``\\ _ & % # $ { }``)."""
+    return df.map(lambda v: _latex_escape(v) if isinstance(v, str) else v)
 
 
 def table(runs: pd.DataFrame, by: str, fmt: str, wide: str | None = None, **bound_kw) -> str:
