@@ -19,7 +19,12 @@ Moves (one per step, drawn from an explicit ``numpy`` generator seeded by ``seed
       stretch of Transformer blocks; the whole chain half of the time) gets one new degree
       and placement. Single-layer moves rarely pay off alone under a max-congestion cost
       (the busiest arc keeps its load until *all* its traffic moves), so whole towers or
-      pipeline stages have to move at once.
+      pipeline stages have to move at once;
+    * ``pipeline``: a chain is cut into ``q`` stages of consecutive layers (``q`` a divisor of
+      ``n``, at most the chain length), stage ``j`` placed on the coset ``(o + j) mod q`` of
+      degree ``n / q`` (data x pipeline parallelism for that chain, ``o`` random). Such a
+      proposal needs rings the current topology lacks, so with ``true_pipeline`` (default)
+      it is judged by a rebuild (its true iteration time) rather than the fast estimate.
 
 Acceptance (Metropolis with a relative temperature ``T``)
     accept if ``E' <= E`` or with probability ``exp(-(E' - E) / (T * E))``.
@@ -61,8 +66,8 @@ from .workloads.zoo import Model
 
 log = logging.getLogger(__name__)
 SCHEDULES = ("accepted", "every", "alternate")
-MOVES = ("degree", "place", "propagate", "segment")
-MOVE_PROBS = (0.3, 0.25, 0.2, 0.25)
+MOVES = ("degree", "place", "propagate", "segment", "pipeline")
+MOVE_PROBS = (0.25, 0.25, 0.15, 0.25, 0.1)
 
 
 class FastComm:
@@ -113,6 +118,7 @@ class CoOptConfig:
     schedule: str = "every"
     k: int = 100
     overlap: bool = False
+    true_pipeline: bool = True
     options: SolveOptions = field(default_factory=SolveOptions)
 
     def __post_init__(self) -> None:
@@ -234,6 +240,16 @@ class _Search:
             for i in chain[a:b + 1]:
                 out = out.replace_layer(i, p, o)
             return out, move, chain[a]
+        if move == "pipeline" and self.chains:
+            chain = self.chains[int(rng.integers(len(self.chains)))]
+            qs = [q for q in self.divs if 2 <= q <= len(chain)]
+            if qs:
+                q = qs[int(rng.integers(len(qs)))]
+                o = int(rng.integers(q))
+                out = s
+                for pos, i in enumerate(chain):
+                    out = out.replace_layer(i, self.n // q, (o + pos * q // len(chain)) % q)
+                return out, move, chain[0]
         if move == "propagate":
             i = int(rng.integers(len(self.nbrs)))
             targets = [j for j in self.nbrs[i] if self.model.layers[j].kind != "embedding"]
@@ -282,8 +298,25 @@ def cooptimize(
     for step in range(1, cfg.budget + 1):
         cand, move, layer = S.propose(cur)
         t = work.traffic(cand)
-        e_new, comm_new = S.energy(t)
-        ok = S.accept(e_new, cur_e)
+        true_s = None
+        if move == "pipeline" and cfg.true_pipeline:
+            # a re-staged chain needs rings the current topology lacks: judge it on its own
+            prev_fast = S.fast
+            ev = seen_true.get(_key(cand))
+            if ev is None:
+                ev = S.rebuild(cand)
+                seen_true[_key(cand)] = ev
+            else:
+                S.fast = FastComm(ev.result.topology, S.link_bytes)
+            e_new, comm_new, true_s = ev.iteration_s, ev.comm_s, ev.iteration_s
+            if ev.iteration_s < best_true.iteration_s:
+                best_true = ev
+            ok = S.accept(e_new, cur_e)
+            if not ok:
+                S.fast = prev_fast
+        else:
+            e_new, comm_new = S.energy(t)
+            ok = S.accept(e_new, cur_e)
         if ok:
             cur, cur_e, cur_comm = cand, e_new, comm_new
             if cur_e < est_best_e:
@@ -295,7 +328,6 @@ def cooptimize(
         elif cfg.schedule == "alternate" and step % round_len == 0:
             cur = est_best  # each round restarts from its best strategy
             rebuild_for = cur
-        true_s = None
         if rebuild_for is not None:
             ev = seen_true.get(_key(rebuild_for))
             if ev is None:

@@ -179,3 +179,32 @@ def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes,
         click.echo(f"  {name:<26} {t:.6g} s")
     if out:
         click.echo(f"  -> {out}/")
+
+
+@main.command("cooptimize-table")
+@click.option("--out", "out", type=click.Path(file_okay=False), default="results/workloads",
+              show_default=True, help="Directory for table.md and table.csv.")
+@click.option("--budget", type=int, default=1000, show_default=True, help="MCMC steps per row.")
+@click.option("--k", "k", type=int, default=50, show_default=True, help="Steps between rebuilds.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--exact-method", default="alloc-milp", show_default=True)
+@click.option("--exact-time-limit", type=float, default=60.0, show_default=True)
+@click.option("--exact-max-n", type=int, default=16, show_default=True,
+              help="Largest n for which the exact method is attempted.")
+@click.option("--only", multiple=True, help="Restrict to these models (repeatable).")
+def cooptimize_table(out, budget, k, seed, exact_method, exact_time_limit, exact_max_n, only):
+    """Regenerate the workloads results table (DLRM, CANDLE at n=128; BERT, VGG at n=16;
+    d in {4, 8}; B = 100 Gbps)."""
+    from ..cooptable import DEFAULT_CONFIGS, TableConfig, build_table, write_table
+
+    tc = TableConfig(budget=budget, k=k, seed=seed, exact_method=exact_method,
+                     exact_time_limit=exact_time_limit, exact_max_n=exact_max_n)
+    configs = [c for c in DEFAULT_CONFIGS if not only or c[0] in only]
+
+    def progress(row):
+        click.echo(f"{row['model']:<7} n={row['n']:<4} d={row['d']}: default {row['default_tf']:.4g} s "
+                   f"-> co-optimized {row['coopt_tf']:.4g} s ({row['runtime_s']:.0f} s)", err=True)
+
+    df = build_table(configs, tc, progress)
+    write_table(df, out, tc)
+    click.echo(f"wrote {out}/table.md and {out}/table.csv")
