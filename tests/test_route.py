@@ -288,3 +288,17 @@ def test_lp_algorithms_agree(algo):
     res = route.solve_milp(inst, SolveOptions(topology=topo, lp_algorithm=algo))
     assert_clean(inst, res)
     assert res.objective == pytest.approx(ref.objective, rel=1e-4)
+
+
+def test_decompose_flow_cancels_cycles_and_covers_noise():
+    from topoopt_milp.formulations.flow_paths import decompose_flow
+
+    topo = Topology.from_link_list(4, [[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1], [1, 3, 1]])
+    # source 0 sends 2 to node 2 and 1 to node 3, plus a cycle 1 -> 2 -> 3 -> 1 of 0.5 on
+    # top of the real flow, and 1e-9 missing at node 3 (interior-point noise)
+    flow = {(0, 1): 2.0, (1, 2): 2.5, (2, 3): 0.5, (3, 1): 0.5, (0, 3): 1.0 - 1e-9}
+    paths = decompose_flow(0, flow, {2: 2.0, 3: 1.0}, topo)
+    assert paths[2] == [((0, 1, 2), 1.0)]
+    (p3, f3), *rest = paths[3]
+    assert p3 == (0, 3) and f3 == pytest.approx(1.0)
+    assert sum(f for _, f in paths[3]) == pytest.approx(1.0, abs=1e-15)

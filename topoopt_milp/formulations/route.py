@@ -52,6 +52,10 @@ group that is a coset ``{s, s + n/g, ...}``, the TotientPerms order ``s, s + p, 
 for the smallest topology jump ``p`` with ``p = (n/g) m``, ``gcd(m, g) = 1`` -- every ring edge
 is then one link. Other groups keep their listed member order (:func:`default_rings`).
 
+The fractional LP runs HiGHS interior point *without crossover* by default (``lp_algorithm``
+``ipm``): the flows are decomposed into paths, so a vertex solution is not needed; set
+``extra["crossover"] = "on"`` to run it. ``simplex`` and ``pdlp`` are also available.
+
 Units and results
 -----------------
 Volumes in units of ``V`` bytes (:func:`_exact.volume_unit`), capacities in links (or the
@@ -78,6 +82,7 @@ from ..instance import Instance
 from ..result import SolveOptions, SolveResult, Status
 from ..topology import Commodity, Path, Ring, Routing, Topology, commodities_for, default_rings
 from . import _exact
+from .flow_paths import decompose_flow
 
 log = logging.getLogger(__name__)
 
@@ -298,10 +303,10 @@ def _decompose(P: RouteProblem, sources, demand, flows: np.ndarray, pairs_of_row
     arcs = [(int(u), int(v)) for u, v in P.arcs]
     for k, s in enumerate(sources):
         f = flows[k]
-        nz = np.flatnonzero(f > 1e-12)
+        nz = np.flatnonzero(f > 0)
         arc_flow = {arcs[a]: float(f[a]) for a in nz}
         dem = {int(t): float(demand[k, t]) for t in np.flatnonzero(demand[k] > 0)}
-        for t, paths in _exact.decompose_source(int(s), arc_flow, dem).items():
+        for t, paths in decompose_flow(int(s), arc_flow, dem, P.topology).items():
             key = (int(s), t) if pairs_of_row is None else pairs_of_row[k]
             pair_paths[key] = paths
     return pair_paths
@@ -483,8 +488,15 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     P = build_problem(instance, options)
     note = ""
     if options.variant == "fractional":
-        outcome, pair_paths, form = _solve_fractional(P, options)
+        lp_opts = options
+        if options.lp_algorithm == "ipm" and "crossover" not in options.extra:
+            # The flows are decomposed into paths anyway, so a vertex solution buys nothing:
+            # skip crossover (extra["crossover"] = "on" restores it).
+            lp_opts = options.with_(extra={**options.extra, "crossover": "off"})
+        outcome, pair_paths, form = _solve_fractional(P, lp_opts)
         note = f"formulation={form}"
+        if lp_opts.extra.get("crossover") == "off":
+            note += "; ipm without crossover"
         routing = None
         if pair_paths is not None:
             routing = _exact.routing_from_pair_paths(instance, P.topology, P.rings, pair_paths,

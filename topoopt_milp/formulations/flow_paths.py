@@ -1,0 +1,88 @@
+"""Flow decomposition: a single-source arc flow into simple paths with split fractions.
+
+Used by the route family to turn LP arc flows into a :class:`~topoopt_milp.topology.Routing`.
+Any decomposition of an optimal flow is optimal (dropping cycle flow only lowers loads); this
+one is chosen for speed on the dense flows an interior-point solution has.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from ..topology import Path, Topology
+
+
+def decompose_flow(s: int, flow: dict[tuple[int, int], float], demand: dict[int, float],
+                   topology: Topology) -> dict[int, list[tuple[Path, float]]]:
+    """Paths with fractions per destination from a single-source arc flow.
+
+    For each destination ``t`` (largest demand first), walk back from ``t`` along the in-arc
+    with the largest residual flow until ``s`` is reached and push the path's bottleneck.
+    Conservation guarantees that a node other than ``s`` reached this way has positive
+    residual inflow; if the walk meets a node twice it has found a cycle, whose flow is
+    cancelled (it only adds load). Interior-point flows violate conservation by ~1e-8; a
+    remainder the flow cannot carry (at most that noise) goes to a shortest path so the
+    fractions always sum to 1. ``O(paths x length x degree)``, far faster than a BFS per
+    path on the dense flows an interior-point solution has."""
+    total = sum(demand.values())
+    thr = 1e-10 * total
+    into: dict[int, dict[int, float]] = {}
+    for (u, v), f in flow.items():
+        if f > thr:
+            into.setdefault(v, {})[u] = f
+    result: dict[int, list[tuple[Path, float]]] = {}
+    for t, want in sorted(demand.items(), key=lambda kv: -kv[1]):
+        if want <= 0 or t == s:
+            continue
+        left = want
+        got: dict[Path, float] = {}
+        while left > 1e-9 * want:
+            path = _walk_back(s, t, into, thr)
+            if path is None:
+                break
+            arcs = list(zip(path, path[1:], strict=False))
+            push = min(left, min(into[v][u] for u, v in arcs))
+            for u, v in arcs:
+                into[v][u] -= push
+            got[path] = got.get(path, 0.0) + push
+            left -= push
+        if left > 1e-9 * want:
+            sp = _shortest_path(topology, s, t)
+            got[sp] = got.get(sp, 0.0) + left
+        result[t] = [(p, f / want) for p, f in sorted(got.items()) if f > 1e-12 * want]
+        norm = sum(f for _, f in result[t])
+        result[t] = [(p, f / norm) for p, f in result[t]]
+    return result
+
+
+def _walk_back(s: int, t: int, into, thr: float) -> Path | None:
+    path = [t]
+    pos = {t: 0}
+    v = t
+    while v != s:
+        cand = into.get(v)
+        if not cand:
+            return None
+        u = max(cand, key=cand.__getitem__)
+        if cand[u] <= thr:
+            return None
+        if u in pos:  # a cycle u -> v -> ... -> u: cancel its flow, resume from u
+            k = pos[u]
+            cyc = [u, *reversed(path[k:])]  # u, v, ..., u in flow direction
+            arcs = list(zip(cyc, cyc[1:], strict=False))
+            m = min(into[b][a] for a, b in arcs)
+            for a, b in arcs:
+                into[b][a] -= m
+            for x in path[k + 1:]:
+                del pos[x]
+            del path[k + 1:]
+            v = u
+            continue
+        pos[u] = len(path)
+        path.append(u)
+        v = u
+    return tuple(reversed(path))
+
+
+def _shortest_path(topology: Topology, s: int, t: int) -> Path:
+    return tuple(int(x) for x in nx.shortest_path(topology.graph(), s, t))
