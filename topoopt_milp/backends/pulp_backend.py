@@ -222,8 +222,11 @@ def solve_matrix(
             raise ValueError(f"lp_algorithm: unknown {options.lp_algorithm!r} "
                              f"(known: {', '.join(LP_ALGORITHMS)})")
         h.setOptionValue("solver", algo)
-        if options.extra.get("crossover") == "off":
-            h.setOptionValue("run_crossover", "off")
+        if options.extra.get("crossover") in ("off", "on"):
+            h.setOptionValue("run_crossover", options.extra["crossover"])
+    # escape hatch for tuning: any HiGHS option by name, e.g. {"solver": "hipo"}
+    for key, val in dict(options.extra.get("highs_options", {})).items():
+        h.setOptionValue(str(key), val)
 
     lp = highspy.HighsLp()
     lp.num_col_ = len(model.cost)
