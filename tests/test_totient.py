@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from topoopt_milp.check import check_solution
-from topoopt_milp.evaluate import evaluate
+from topoopt_milp.evaluate import evaluate, ideal_switch_time
 from topoopt_milp.heuristics.totient import (
     allreduce_topology,
     candidates,
@@ -139,16 +139,22 @@ def test_odd_degree():
 
 # -- instances --------------------------------------------------------------------------------------
 def test_whole_cluster_allreduce_by_hand():
-    # n = 8, d = 4: jumps {1, 3}; each ring edge carries half of 2*7/8*S = 0.875 S bytes
+    # n = 8, d = 4: jumps {1, 3}, each ring used in both directions: every ring edge carries
+    # a quarter of 2*7/8*S, i.e. 0.4375 S bytes -- exactly the ideal switch time 1.75 S / (4 B).
     s = 1000.0
     inst = make_instance(8, 4, B1, allreduce=[(range(8), s)])
     res = solve(inst, SolveOptions())
     assert res.status is Status.FEASIBLE and res.bound is None
     assert res.topology.jumps == (1, 3)
     assert [r.order for r in res.routing.rings] == [
-        (0, 1, 2, 3, 4, 5, 6, 7), (0, 3, 6, 1, 4, 7, 2, 5)]
-    assert [r.share for r in res.routing.rings] == [0.5, 0.5]
-    assert res.objective == pytest.approx(0.875 * s)
+        (0, 1, 2, 3, 4, 5, 6, 7), (0, 7, 6, 5, 4, 3, 2, 1),
+        (0, 3, 6, 1, 4, 7, 2, 5), (0, 5, 2, 7, 4, 1, 6, 3)]
+    assert [r.share for r in res.routing.rings] == [0.25] * 4
+    assert res.objective == pytest.approx(0.4375 * s)
+    assert res.objective == pytest.approx(ideal_switch_time(inst))
+    faithful = solve(inst, SolveOptions(faithful=True))  # one direction per ring: twice as slow
+    assert [r.share for r in faithful.routing.rings] == [0.5, 0.5]
+    assert faithful.objective == pytest.approx(0.875 * s)
     assert res.method == "totientperms" and res.params == SolveOptions().as_params()
     assert_valid(inst, res)
 
@@ -202,7 +208,8 @@ def test_overlapping_groups_split_ports_by_volume():
     s_b = s_a * (7 / 8) / (3 / 4)
     inst = make_instance(8, 4, B1, allreduce=[(range(8), s_a), ([3, 0, 2, 1], s_b)])
     L, rings, jumps = allreduce_topology(inst, 4)
-    assert [r.order for r in rings] == [tuple(range(8)), (0, 1, 2, 3)]
+    assert [r.order for r in rings] == [
+        tuple(range(8)), (0, 7, 6, 5, 4, 3, 2, 1), (0, 1, 2, 3), (0, 3, 2, 1)]
     assert list(L.sum(axis=1)) == [4, 4, 4, 4, 2, 2, 2, 2]
     assert L[0, 1] == 2 and L[3, 0] == 1 and L[3, 4] == 1
     res = solve(inst, SolveOptions())  # regular: the free ports of 4..7 are filled

@@ -61,7 +61,11 @@ keeps the artifact's behaviour)
     3. **Odd degree.** The artifact supports only even ``d``. Fixed: ``(d-1)/2`` rings plus the
        perfect matching ``x -- x + n/2`` when ``n`` is even (one port); for odd ``n`` (only on
        non-regular instances) the last port stays unused. Faithful mode raises ``ValueError``.
-    4. Floating point: ``x`` is compared with a relative tolerance of ``1e-9`` so that
+    4. **Ring direction.** A bidirectional ring used in one direction leaves half of every
+       duplex AllReduce link idle. Fixed: each jump's ring carries half its share in each
+       direction (the reverse of a ring is also a Hamiltonian cycle), so whole-cluster
+       AllReduce on TotientPerms reaches the ideal-switch time. Faithful mode uses one direction.
+    5. Floating point: ``x`` is compared with a relative tolerance of ``1e-9`` so that
        ``ratio^t`` landing a hair above an integer candidate does not skip it.
 """
 
@@ -182,7 +186,14 @@ def _local_links(L: np.ndarray, members: tuple[int, ...], jumps: tuple[int, ...]
         np.add.at(L, (b, a), 1)
 
 
-def _group_rings(gids, members, jumps) -> list[Ring]:
+def _group_rings(gids, members, jumps, faithful: bool = False) -> list[Ring]:
+    """Ring orders of the groups ``gids`` over ``members`` along the Hamiltonian jumps.
+
+    Each jump's ring is a bidirectional cycle: its volume share is split evenly between the
+    order and its reverse, so both directions of every duplex link carry AllReduce traffic (as
+    NCCL does on bidirectional rings; the reverse of a ring is a ring, so this is a valid
+    AllReduce). ``faithful`` keeps one direction per ring, which leaves half of every AllReduce
+    link idle and doubles the AllReduce time."""
     k = len(members)
     counts: dict[int, int] = defaultdict(int)
     for m in jumps:
@@ -195,7 +206,11 @@ def _group_rings(gids, members, jumps) -> list[Ring]:
     for gi in gids:
         for m, c in counts.items():
             order = tuple(members[(i * m) % k] for i in range(k))
-            rings.append(Ring(gi, order, c / total))
+            if faithful or k == 2:  # k = 2: the reverse is the same pair of edges
+                rings.append(Ring(gi, order, c / total))
+            else:
+                rings.append(Ring(gi, order, c / (2 * total)))
+                rings.append(Ring(gi, (order[0], *reversed(order[1:])), c / (2 * total)))
     return rings
 
 
@@ -260,7 +275,7 @@ def allreduce_topology(
         k = len(key)
         jumps = totient_jumps(k, alloc[key], faithful)
         _local_links(L, key, jumps)
-        rings.extend(_group_rings(gids, key, jumps))
+        rings.extend(_group_rings(gids, key, jumps, faithful))
         if _is_coset(key, n) and k not in declared_by_size:
             declared_by_size[k] = tuple((n // k) * m for m in jumps)
     for js in declared_by_size.values():
