@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -113,3 +114,24 @@ def test_cooptimize_cli_writes_all_files(tmp_path):
     assert len((out / "trajectory.csv").read_text().splitlines()) == 21
     bad = CliRunner().invoke(main, ["cooptimize", "vgg16", "--n", "8", "--topology-method", "nope"])
     assert bad.exit_code == 2 and "nope" in bad.output
+
+
+def test_results_table_rows_and_files(tmp_path):
+    from topoopt_milp.cooptable import TableConfig, build_table, write_table
+
+    tc = TableConfig(budget=10, k=5, exact_max_n=8, exact_time_limit=10)
+    df = build_table([("vgg16", 8, 4, 100.0), ("bert", 16, 4, 100.0)], tc)
+    small, big = df.iloc[0], df.iloc[1]
+    assert small["coopt_tf"] <= small["default_tf"]
+    assert pd.isna(big["coopt_exact"]) and big["exact_status"].startswith("not run: n = 16 > 8")
+    for row in (small, big):
+        # nothing beats the ideal switch; the full-bisection Fat-tree at d*B is the ideal switch
+        assert row["coopt_tf"] >= row["ideal_switch"] * (1 - 1e-9)
+        assert row["fat_tree"] == pytest.approx(row["ideal_switch"])
+        assert row["speedup_vs_cost_eq"] == pytest.approx(row["fat_tree_cost_eq"] / row["coopt_tf"])
+    if not pd.isna(small["coopt_exact"]):  # exact topology never loses to its warm start
+        assert small["coopt_exact"] <= small["coopt_tf"] * (1 + 1e-6)
+    write_table(df, tmp_path, tc)
+    text = (tmp_path / "table.md").read_text()
+    assert "| vgg16" in text and "n/a" in text
+    assert len((tmp_path / "table.csv").read_text().splitlines()) == 3
