@@ -4,6 +4,7 @@ variants against each other and against the routing heuristics, and checker-clea
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import networkx as nx
@@ -302,3 +303,28 @@ def test_decompose_flow_cancels_cycles_and_covers_noise():
     (p3, f3), *rest = paths[3]
     assert p3 == (0, 3) and f3 == pytest.approx(1.0)
     assert sum(f for _, f in paths[3]) == pytest.approx(1.0, abs=1e-15)
+
+
+def test_cli_route_on_a_fixed_topology(runner, tmp_path):
+    from topoopt_milp.cli import main
+
+    inst = make_instance(8, 3, GBPS, mp=[(i, (i + 3) % 8, 1e6 * (1 + i % 3)) for i in range(8)],
+                         allreduce=[([0, 2, 4, 6], 4e6)])
+    ipath, heur, out = tmp_path / "i.json", tmp_path / "h.json", tmp_path / "r.json"
+    inst.save(ipath)
+    r = runner.invoke(main, ["solve", str(ipath), "-m", "expander", "--out", str(heur)])
+    assert r.exit_code == 0, r.output
+    heur_obj = json.loads(heur.read_text())["objective"]
+    for method, extra in (("route-milp", []), ("route-milp", ["--variant", "ksp"]),
+                          ("route-cpsat", ["--time-limit", "10"])):
+        r = runner.invoke(main, ["solve", str(ipath), "-m", method, "--topology", str(heur),
+                                 "--warm-start", str(heur), "--out", str(out), *extra])
+        assert r.exit_code == 0, r.output
+        sol = json.loads(out.read_text())
+        assert sol["status"] in ("optimal", "feasible")
+        assert sol["topology"]["links"] == json.loads(heur.read_text())["topology"]["links"]
+        if method == "route-milp" and not extra:
+            # same topology and ring orders (from the warm start): the LP can only improve
+            assert sol["objective"] <= heur_obj * (1 + 1e-7)
+    r = runner.invoke(main, ["solve", str(ipath), "-m", "route-milp", "--out", str(out)])
+    assert r.exit_code == 2 and "route-milp needs --topology" in r.output
