@@ -253,6 +253,8 @@ def solve_matrix(
         ]
     h.passModel(lp)
     if options.export:
+        if not options.export.endswith((".mps", ".lp")):
+            raise ValueError(f"export: {options.export!r} must end with .mps or .lp")
         h.writeModel(options.export)
     if warm_start:
         pos = {name: j for j, name in enumerate(model.names)}
