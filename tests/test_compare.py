@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from topoopt_milp import registry
-from topoopt_milp.bench.runner import compare_methods
+from topoopt_milp.bench.compare import compare_methods
 from topoopt_milp.cli import main
 from topoopt_milp.instance import make_instance
 
@@ -40,10 +40,10 @@ def test_compare_json_gaps_against_exact_bound(inst_path):
         assert row["bound_source"] == EXACT
         gap = 100 * (row["objective"] - row["best_bound"]) / row["objective"]
         assert row["gap_pct"] == pytest.approx(gap)
-    # totientperms picks coprime ring jumps, i.e. a point of the select family's search space:
-    # it cannot beat that family's optimum. (ring doubles jump 1, outside that space; its gap
-    # may be negative, which is why a restricted family's bound is flagged by bound_source.)
-    assert rows["totientperms"]["gap_pct"] >= -1e-6
+    # No sign assertion for the heuristics: the select family's bound covers its own search
+    # space only (one ring order, distinct jumps); a heuristic outside it (ring doubles jump 1,
+    # totientperms runs each AllReduce ring both ways) may beat it -- a negative gap, which is
+    # why every row names its bound_source.
     assert exact["gap_pct"] == pytest.approx(0, abs=1e-9)
 
 

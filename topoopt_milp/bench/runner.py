@@ -328,55 +328,6 @@ def solve_record(instance: Instance, method: str, options: SolveOptions) -> dict
     return _json_safe(out)
 
 
-def compare_methods(
-    instance: Instance,
-    methods: Sequence[str],
-    seed: int = 0,
-    time_limit: float | None = None,
-    settings: dict[str, Any] | None = None,
-):
-    """Solve one instance with several methods in this process (no isolation) and return a
-    DataFrame: each method's status, objective, own bound, the best bound found by any exact
-    method (or the analytic lower bound, see :mod:`.tables`) and the gap to it in percent."""
-    from .tables import run_gaps
-
-    options = make_options(seed, time_limit, settings)
-    ihash = instance.content_hash()
-    rows = []
-    for name in methods:
-        m = registry.get(name)
-        rec = {"instance_name": instance.name, "instance_hash": ihash, "method": name,
-               "method_backend": m.backend, "objective_kind": None, "objective": None,
-               "bound": None, "runtime_s": None, "metrics": None, "error": None}
-        with _stdout_to_stderr():  # solver banners must not corrupt `compare --format json`
-            rec.update(solve_record(instance, name, options))
-        log.info("compare: %s -> %s", name, rec.get("status"))
-        rows.append(rec)
-    df = run_gaps(pd_frame(rows))
-    cols = ["method", "method_backend", "status", "objective", "bound", "best_bound",
-            "bound_source", "gap_pct", "runtime_s", "error"]
-    return df[cols].rename(columns={"method_backend": "backend"})
-
-
-@contextlib.contextmanager
-def _stdout_to_stderr():
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        os.dup2(2, 1)
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
-def pd_frame(rows: list[dict[str, Any]]):
-    import pandas as pd
-
-    return pd.DataFrame(rows)
-
-
 def child_main(stdin: TextIO, result_out: TextIO) -> int:
     """Body of the child process: read the task, :func:`solve_record`, write one JSON line."""
     task = json.loads(stdin.read())
@@ -566,7 +517,11 @@ def _run_dask(todo: Sequence[Task], address: str | None, jobs: int, record: Call
     if not address:
         raise ValueError("address: --engine dask needs --address tcp://HOST:PORT "
                          "or DASK_SCHEDULER_ADDRESS")
-    with Client(address, timeout="30s") as client:
+    try:
+        client = Client(address, timeout="30s")
+    except (OSError, TimeoutError) as exc:
+        raise ValueError(f"address: cannot reach the Dask scheduler at {address} ({exc})") from None
+    with client:
         futures = client.map(execute, list(todo), pure=False)
         by_key = {f.key: t for f, t in zip(futures, todo, strict=True)}
         try:

@@ -187,7 +187,7 @@ def report(stores, outdir, figure_formats, families, methods_filter, bound_metho
 def compare(instance_path, methods_text, time_limit, seed, threads, set_pairs, fmt) -> None:
     """Solve INSTANCE with several methods (in this process) and compare each method's
     objective with the best bound found by any exact method."""
-    from ..bench.runner import compare_methods
+    from ..bench.compare import compare_methods
     from ..bench.tables import render
 
     instance = Instance.load(instance_path)
