@@ -8,9 +8,9 @@
   bandwidth") it coincides with the ideal switch.
 * **Cost-equivalent Fat-tree**: the per-server bandwidth ``X_eq`` a full-bisection Fat-tree
   can have for the money the direct-connect cluster costs (:class:`CostModel`).
-* **Random expander** with the same ``d`` and ``B``: the registry's ``expander`` method when
-  available, otherwise a seeded :func:`networkx.random_regular_graph` with shortest-path
-  routing.
+* **Random expander** with the same ``d`` and ``B``: the registry's ``expander`` links when
+  available, otherwise a seeded :func:`networkx.random_regular_graph`; AllReduce rings follow
+  a nearest-neighbour tour of each group, routing is shortest path.
 
 Cost model (every price an input; defaults are illustrative street prices of 100 Gbps parts
 around 2022, to be replaced by real quotes; prices scale linearly with bandwidth):
@@ -32,12 +32,13 @@ import logging
 from dataclasses import dataclass
 
 import networkx as nx
+import numpy as np
 
 from .. import registry
 from ..evaluate import comm_time, ideal_switch_time
 from ..instance import Instance
 from ..result import SolveOptions
-from ..topology import Topology, default_rings
+from ..topology import Ring, Topology
 
 log = logging.getLogger(__name__)
 
@@ -70,20 +71,52 @@ def fat_tree_comm_time(instance: Instance, per_server_gbps: float) -> float:
 
 
 def expander_comm_time(instance: Instance, seed: int = 0) -> float:
-    """``T_comm`` on a random ``d``-regular expander (registry method if it exists)."""
-    if registry.available("expander"):
-        res = registry.solve(instance, "expander", SolveOptions(seed=seed))
-        if res.status.has_solution and res.routing is not None:
-            return comm_time(instance, res.topology, res.routing)
+    """``T_comm`` on a random ``d``-regular expander (the registry's ``expander`` links when
+    available, else a seeded :func:`networkx.random_regular_graph`), every AllReduce group on
+    a nearest-neighbour ring (:func:`greedy_rings`) and shortest-path routing."""
     from ..heuristics.routing import route
 
-    for attempt in range(100):  # a random regular graph is connected with high probability
-        g = nx.random_regular_graph(instance.degree, instance.n, seed=seed + attempt)
-        if nx.is_connected(g):
-            break
-    topo = Topology.from_link_list(instance.n, [[u, v, 1] for u, v in g.edges()])
-    routing = route(instance, topo, default_rings(instance), "shortest", seed)
+    topo = None
+    if registry.available("expander"):
+        res = registry.solve(instance, "expander", SolveOptions(seed=seed))
+        if res.status.has_solution:
+            topo = res.topology
+    if topo is None:
+        for attempt in range(100):  # a random regular graph is connected with high probability
+            g = nx.random_regular_graph(instance.degree, instance.n, seed=seed + attempt)
+            if nx.is_connected(g):
+                break
+        topo = Topology.from_link_list(instance.n, [[u, v, 1] for u, v in g.edges()])
+    routing = route(instance, topo, greedy_rings(instance, topo, seed), "shortest", seed)
     return comm_time(instance, topo, routing)
+
+
+def greedy_rings(instance: Instance, topology: Topology, seed: int = 0) -> tuple[Ring, ...]:
+    """``max(1, d // 2)`` rings per AllReduce group, each with an equal share: every ring starts
+    at a random member and always continues to the nearest unvisited member in hops, preferring
+    pairs earlier rings of the group have not used yet (random ties). One ring would use one
+    of the ``d`` ports of each server; on an expander these tours keep most ring edges on
+    single links, which the member order of a random graph does not."""
+    rng = np.random.default_rng(seed)
+    dist = topology.hop_distances
+    r = max(1, instance.degree // 2)
+    rings = []
+    for gi, g in enumerate(instance.allreduce):
+        used: dict[tuple[int, int], int] = {}
+        for _ in range(r):
+            members = list(g.members)
+            rank = dict(zip(members, rng.permutation(len(members)), strict=True))
+            order = [members[int(rng.integers(len(members)))]]
+            left = [v for v in members if v != order[0]]
+            while left:
+                u = order[-1]
+                nxt = min(left, key=lambda v: (dist[u, v], used.get((u, v), 0), rank[v]))
+                order.append(nxt)
+                left.remove(nxt)
+            for a, b in zip(order, order[1:] + order[:1]):
+                used[(a, b)] = used.get((a, b), 0) + 1
+            rings.append(Ring(gi, tuple(order), 1.0 / r))
+    return tuple(rings)
 
 
 def baselines(instance: Instance, cost: CostModel | None = None, fat_tree_gbps: float | None = None,
