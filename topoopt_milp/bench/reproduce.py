@@ -1,0 +1,135 @@
+"""The experiment plan behind ``topoopt-milp reproduce``: which methods run on which instance
+family, with which time limits, and the files generated from the resulting run store.
+
+Everything under ``results/`` is produced here from raw run records (nothing hand-edited):
+
+* ``runs.sqlite`` -- every run (the bench store; re-running resumes);
+* ``gap_table.md`` / ``.tex`` / ``.csv`` -- per-instance gap of every method to the best bound;
+* ``family_summary.md`` / ``.tex`` -- per family and method: optimal runs, mean / max gap,
+  shifted geometric mean runtime;
+* ``gap.png``, ``runtime.png``, ``profile.png`` -- the figures of :mod:`.plots`;
+* ``reference/<family>.csv`` -- best known objective and best bound per instance (the values
+  committed as ``instances/<family>/reference.csv``).
+
+The ``quick`` plan is a subset (small instances, short limits) that runs in a few minutes on
+2 cores; the full plan is what the committed ``results/`` were made with.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .report import write_report
+from .runner import build_tasks, run_sweep
+from .store import load_runs
+from .tables import EXACT_BACKENDS, SOLVED, best_bounds
+
+log = logging.getLogger(__name__)
+
+# Exact methods whose bound is valid for every topology a heuristic can produce (their search
+# space contains all heuristic solutions); restricted models (alloc-cpsat: unsplittable over
+# k paths; joint: one ring order per group) prove optima of their own problem only.
+BOUND_METHODS = ("alloc-milp", "select-milp", "select-cpsat")
+
+HEURISTICS = ("totientperms", "topologyfinder", "expander", "demand-greedy", "ring")
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Methods x instances (glob patterns relative to the instance library) x seeds."""
+
+    family: str
+    patterns: tuple[str, ...]
+    methods: tuple[str, ...]
+    time_limit: float
+    seeds: int = 1
+    settings: dict = field(default_factory=dict)
+
+
+QUICK = (
+    Sweep("small", ("small/sparse-n6-*.json", "small/sparse-n8-d4-s0.json", "small/dlrm-n8-*.json"),
+          (*HEURISTICS, "alloc-milp", "alloc-cpsat", "joint-cpsat"), time_limit=20),
+    Sweep("circulant", ("circulant/uniform-n8-*.json", "circulant/uniform-n12-*.json",
+                        "circulant/uniform-n16-*.json"),
+          ("totientperms", "select-milp", "select-cpsat"), time_limit=20),
+    Sweep("dnn", ("dnn/*-n16-d4.json",), HEURISTICS, time_limit=20),
+)
+
+FULL = (
+    Sweep("small", ("small/*.json",),
+          (*HEURISTICS, "alloc-milp", "alloc-cpsat", "joint-milp", "joint-cpsat"),
+          time_limit=300, seeds=1),
+    Sweep("circulant", ("circulant/*.json",),
+          ("totientperms", "select-milp", "select-cpsat"), time_limit=300),
+    Sweep("dnn", ("dnn/*.json",), HEURISTICS, time_limit=120, seeds=3),
+    Sweep("llm", ("llm/*.json",), HEURISTICS, time_limit=120, seeds=3),
+)
+
+
+def plan(quick: bool) -> tuple[Sweep, ...]:
+    return QUICK if quick else FULL
+
+
+def instance_paths(library: Path, sweep: Sweep) -> list[Path]:
+    paths: list[Path] = []
+    for pattern in sweep.patterns:
+        paths.extend(sorted(library.glob(pattern)))
+    if not paths:
+        raise FileNotFoundError(f"instances: no file matches {sweep.patterns} under {library}")
+    return list(dict.fromkeys(paths))
+
+
+def run_plan(library: Path, out: Path, quick: bool, jobs: int = 1, progress: bool = True) -> Path:
+    """Run every sweep of the plan into ``out/runs.sqlite`` (resuming) and return its path."""
+    out.mkdir(parents=True, exist_ok=True)
+    store = out / "runs.sqlite"
+    for sweep in plan(quick):
+        tasks = build_tasks(instance_paths(library, sweep), sweep.methods, sweep.seeds,
+                            sweep.time_limit, dict(sweep.settings))
+        log.info("sweep %s: %d runs", sweep.family, len(tasks))
+        summary = run_sweep(tasks, store, jobs=jobs, progress=progress)
+        log.info("sweep %s: %d ran, %d skipped, %d errors", sweep.family, summary.ran,
+                 summary.skipped, summary.errors)
+    return store
+
+
+def reference_table(runs: pd.DataFrame, bound_methods=BOUND_METHODS) -> pd.DataFrame:
+    """Per instance: the best objective any method found, the best bound, and the status
+    ``optimal`` when an exact method proved the objective (objective within 1e-6 relative of
+    the bound), else ``feasible``. ``source`` names the methods that gave the two numbers."""
+    rows = []
+    bounds = best_bounds(runs, bound_methods).set_index(["instance_hash", "objective_kind"])
+    solved = runs[runs["status"].isin(SOLVED) & runs["objective"].notna()]
+    solved = solved[solved["objective_kind"].fillna("comm_time") == "comm_time"]
+    for (family, name, ihash), grp in solved.groupby(["family", "instance_name", "instance_hash"]):
+        best = grp.loc[grp["objective"].astype(float).idxmin()]
+        obj = float(best["objective"])
+        bound, bsrc = None, None
+        if (ihash, "comm_time") in bounds.index:
+            b = bounds.loc[(ihash, "comm_time")]
+            bound, bsrc = float(b["best_bound"]), str(b["bound_source"])
+        proven = grp[(grp["status"] == "optimal") & grp["method_backend"].isin(EXACT_BACKENDS)]
+        optimal = bound is not None and abs(obj - bound) <= 1e-6 * abs(obj) and not proven.empty
+        rows.append({"family": family, "instance": name, "objective": obj, "bound": bound,
+                     "status": "optimal" if optimal else "feasible",
+                     "source": f"objective: {best['method']}; bound: {bsrc or '-'}"})
+    return pd.DataFrame(rows, columns=["family", "instance", "objective", "bound", "status",
+                                       "source"])
+
+
+def write_outputs(store: Path, out: Path, bound_methods: tuple[str, ...] = BOUND_METHODS) -> list[Path]:
+    """Tables and figures (:func:`.report.write_report`) plus the reference values of every
+    family, all from the store; returns the paths written."""
+    runs = load_runs(store)
+    written = write_report(runs, out, figure_formats=("png",), bound_methods=bound_methods)
+    ref_dir = out / "reference"
+    ref_dir.mkdir(exist_ok=True)
+    for family, grp in reference_table(runs, bound_methods).groupby("family"):
+        path = ref_dir / f"{family}.csv"
+        grp.drop(columns="family").to_csv(path, index=False)
+        written.append(path)
+    return written

@@ -1,0 +1,44 @@
+"""`reproduce`: the main job -- run the experiment plan on the bundled instance library,
+write every table and figure under results/, and print the headline gap table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from . import main
+
+
+def _default_library() -> Path:
+    # The library ships with the repository (instances/ beside the package).
+    return Path(__file__).resolve().parents[2] / "instances"
+
+
+@main.command()
+@click.option("--quick", is_flag=True,
+              help="Small instances and short time limits (a few minutes on 2 cores).")
+@click.option("--instances", "library", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="Instance library folder [default: the bundled instances/].")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output folder [default: results/ (full) or results/quick/ (--quick)].")
+@click.option("--jobs", "-j", type=int, default=1, show_default=True,
+              help="Runs in parallel (each run is its own process).")
+@click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
+def reproduce(quick, library, out, jobs, no_progress) -> None:
+    """Regenerate the results: every (instance, method, seed) of the plan in
+    topoopt_milp/bench/reproduce.py, stored in OUT/runs.sqlite (re-running resumes), then
+    gap tables (md, LaTeX, csv), the family summary, figures and reference values."""
+    from ..bench.reproduce import BOUND_METHODS, run_plan, write_outputs
+    from ..bench.store import load_runs
+    from ..bench.tables import family_table, render
+
+    library = library or _default_library()
+    if not library.is_dir():
+        raise FileNotFoundError(f"--instances: {library} is not a folder")
+    out = out or (library.parent / "results" / ("quick" if quick else ""))
+    store = run_plan(library, out, quick, jobs=jobs, progress=not no_progress)
+    written = write_outputs(store, out)
+    summary = family_table(load_runs(store), bound_methods=BOUND_METHODS)
+    click.echo(render(summary, "md"))
+    click.echo(f"wrote {len(written)} files under {out} (runs: {store})")
