@@ -52,6 +52,7 @@ def _register() -> None:
     from . import generate  # noqa: F401
     from . import workload  # noqa: F401
     from . import bench  # noqa: F401
+    from . import reproduce  # noqa: F401
 
 
 _register()
