@@ -122,6 +122,9 @@ def _search_options(f):
                      help="Steps between rebuilds (every) or number of rounds (alternate)."),
         click.option("--overlap/--no-overlap", default=False, show_default=True,
                      help="Iteration time max(compute, comm) instead of compute + comm."),
+        click.option("--true-pipeline/--fast-pipeline", default=True, show_default=True,
+                     help="Judge pipeline moves by a topology rebuild (true time) or by the fast "
+                          "estimate on the current topology."),
         click.option("--time-limit", type=float, default=None,
                      help="Time limit per topology solve (exact methods)."),
         click.option("--strategy", default="dp", show_default=True,
@@ -140,7 +143,8 @@ def _search_options(f):
               help="Directory for summary.json, trajectory.csv, strategy.json, instance.json, "
                    "solution.json.")
 def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes, gpu, efficiency,
-               method, budget, seed, temperature, schedule, k, overlap, time_limit, strategy,
+               method, budget, seed, temperature, schedule, k, overlap, true_pipeline, time_limit,
+               strategy,
                cost_nic, cost_transceiver, cost_switch_port, cost_patch_port, fat_tree_tiers,
                fat_tree_gbps, out):
     """Co-optimize MODEL's parallelization strategy and the topology (Metropolis MCMC).
@@ -158,7 +162,7 @@ def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes,
     w = _workload(model_name, n, gpus_per_server, batch, dtype_bytes, gpu, efficiency)
     start = parse_strategy(strategy, w.model, n, gpus_per_server)
     cfg = CoOptConfig(method=method, budget=budget, seed=seed, temperature=temperature,
-                      schedule=schedule, k=k, overlap=overlap,
+                      schedule=schedule, k=k, overlap=overlap, true_pipeline=true_pipeline,
                       options=SolveOptions(seed=seed, time_limit=time_limit))
     cost = CostModel(cost_nic, cost_transceiver, cost_switch_port, cost_patch_port, fat_tree_tiers)
     with click.progressbar(length=budget, label=f"cooptimize {w.model.name}", file=sys.stderr,
