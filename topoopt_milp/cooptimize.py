@@ -292,7 +292,9 @@ def cooptimize(
     cur = start
     cur_e, cur_comm = S.energy(work.traffic(cur))
     est_best, est_best_e = cur, cur_e
-    seen_true = {_key(start): initial}
+    # key -> (iteration_s, comm_s, topology) of every truly evaluated strategy; only the best
+    # keeps its instance and routing (a routing at n = 128 holds ~16k commodities)
+    seen_true = {_key(start): _brief(initial)}
     rows: list[dict] = []
     round_len = max(1, cfg.budget // cfg.k) if cfg.schedule == "alternate" else None
     for step in range(1, cfg.budget + 1):
@@ -302,15 +304,8 @@ def cooptimize(
         if move == "pipeline" and cfg.true_pipeline:
             # a re-staged chain needs rings the current topology lacks: judge it on its own
             prev_fast = S.fast
-            ev = seen_true.get(_key(cand))
-            if ev is None:
-                ev = S.rebuild(cand)
-                seen_true[_key(cand)] = ev
-            else:
-                S.fast = FastComm(ev.result.topology, S.link_bytes)
-            e_new, comm_new, true_s = ev.iteration_s, ev.comm_s, ev.iteration_s
-            if ev.iteration_s < best_true.iteration_s:
-                best_true = ev
+            e_new, comm_new, best_true = _true_eval(S, cand, seen_true, best_true)
+            true_s = e_new
             ok = S.accept(e_new, cur_e)
             if not ok:
                 S.fast = prev_fast
@@ -329,15 +324,7 @@ def cooptimize(
             cur = est_best  # each round restarts from its best strategy
             rebuild_for = cur
         if rebuild_for is not None:
-            ev = seen_true.get(_key(rebuild_for))
-            if ev is None:
-                ev = S.rebuild(rebuild_for)
-                seen_true[_key(rebuild_for)] = ev
-            else:
-                S.fast = FastComm(ev.result.topology, S.link_bytes)
-            true_s = ev.iteration_s
-            if ev.iteration_s < best_true.iteration_s:
-                best_true = ev
+            true_s, _, best_true = _true_eval(S, rebuild_for, seen_true, best_true)
             # energies are relative to the topology: rescore on the new one
             cur_e, cur_comm = S.energy(work.traffic(cur))
             est_best, est_best_e = cur, cur_e
@@ -353,15 +340,29 @@ def cooptimize(
             progress(step, row)
     # the strategy the search ends on (or its estimated best) gets a true evaluation too
     for s in (est_best, cur):
-        if _key(s) not in seen_true:
-            ev = S.rebuild(s)
-            seen_true[_key(s)] = ev
-            if ev.iteration_s < best_true.iteration_s:
-                best_true = ev
+        _, _, best_true = _true_eval(S, s, seen_true, best_true)
     log.info("cooptimize: %d steps, %d rebuilds, %.4g s -> %.4g s", cfg.budget, S.rebuilds,
              initial.iteration_s, best_true.iteration_s)
     return CoOptResult(initial, best_true, rows, cfg.budget, S.rebuilds,
                        time.perf_counter() - t0, cfg, work.model)
+
+
+def _brief(ev: Evaluated) -> tuple[float, float, Topology]:
+    return ev.iteration_s, ev.comm_s, ev.result.topology
+
+
+def _true_eval(S: _Search, s: Strategy, seen: dict, best: Evaluated):
+    """True ``(iteration_s, comm_s)`` of ``s`` (rebuilding unless cached; either way the fast
+    estimator moves to ``s``'s topology) and the updated best evaluation."""
+    hit = seen.get(_key(s))
+    if hit is None:
+        ev = S.rebuild(s)
+        seen[_key(s)] = _brief(ev)
+        if ev.iteration_s < best.iteration_s:
+            best = ev
+        return ev.iteration_s, ev.comm_s, best
+    S.fast = FastComm(hit[2], S.link_bytes)
+    return hit[0], hit[1], best
 
 
 def _chains(model) -> list[list[int]]:
