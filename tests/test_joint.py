@@ -22,39 +22,55 @@ def checked(inst, result):
 
 
 def ring3():
-    """n = 3, d = 2: the triangle. Each member sends e = 4S/3 to its successor; sending a
-    fraction a the long way (2 hops, over the reverse arcs, which carry a from two commodities)
-    balances 1 - a = 2a at a = 1/3: load 2/3 e = 8S/9. Unsplittable: e = 4S/3."""
+    """n = 3, d = 2: the triangle, ring edges e = 4S/3.
+
+    One ring (R = 1): sending a fraction a of each ring edge the long way (2 hops, over the
+    reverse arcs, which carry a from two commodities) balances 1 - a = 2a at a = 1/3: load
+    2/3 e = 8S/9; unsplittable: e = 4S/3. Two rings (R = 2): the ring and its reverse at half
+    share each put e/2 = 2S/3 on every arc -- the ideal-switch time e / (d B), so optimal."""
     return make_instance(3, 2, 1.0, allreduce=[(range(3), S)])
 
 
 def ring4():
-    """n = 4, d = 2: C4 is the only connected 2-regular multigraph; ring edges e = 3S/2 on the
-    cycle, a fraction a sent 3 hops the other way: 1 - a = 3a at a = 1/4, load 3/4 e = 9S/8.
-    Unsplittable: e = 3S/2."""
+    """n = 4, d = 2: C4 is the only connected 2-regular multigraph, ring edges e = 3S/2.
+
+    R = 1: a fraction a sent 3 hops the other way, 1 - a = 3a at a = 1/4: load 3/4 e = 9S/8;
+    unsplittable e = 3S/2. R = 2: both directions at half share, e/2 = 3S/4 = ideal switch."""
     return make_instance(4, 2, 1.0, allreduce=[(range(4), S)])
 
 
-@pytest.mark.parametrize(("make", "frac", "unsplit"), [(ring3, 8 / 9, 4 / 3), (ring4, 9 / 8, 1.5)])
-def test_hand_optima_all_backends(make, frac, unsplit):
+@pytest.mark.parametrize(("make", "R", "frac", "unsplit"), [
+    (ring3, 1, 8 / 9, 4 / 3), (ring4, 1, 9 / 8, 1.5), (ring3, 2, 2 / 3, 2 / 3), (ring4, 2, 0.75, 0.75)])
+def test_hand_optima_highs_and_cpsat(make, R, frac, unsplit):
     inst = make()
-    for solver in ("highs", "cbc"):
-        res = checked(inst, joint.solve_milp(inst, SolveOptions(solver=solver, time_limit=30)))
-        assert res.status is Status.OPTIMAL, solver
-        assert res.objective == pytest.approx(frac, rel=1e-6), solver
-        assert res.bound == pytest.approx(frac, rel=1e-6), solver
-    cp = checked(inst, joint.solve_cpsat(inst, SolveOptions(time_limit=30)))
+    extra = {"rings_per_group": R, "auto_warm_start": False}
+    res = checked(inst, joint.solve_milp(inst, SolveOptions(time_limit=30, extra=extra)))
+    assert res.status is Status.OPTIMAL
+    assert res.objective == pytest.approx(frac, rel=1e-6)
+    assert res.bound == pytest.approx(frac, rel=1e-6)
+    cp = checked(inst, joint.solve_cpsat(inst, SolveOptions(time_limit=30, extra=extra)))
     assert cp.status is Status.OPTIMAL
     assert cp.objective == pytest.approx(unsplit, rel=1e-9)
     # the unsplittable optimum can never beat the fractional one
-    assert cp.objective >= frac
+    assert cp.objective >= frac * (1 - 1e-9)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "CBC 2.10 (bundled with PuLP 3.3) stops at the root node after its feasibility pump and "
+    "claims 'Optimal' at lambda = 2/3 (T = 1.125 s) on this model, although the LP bound is 1 "
+    "and HiGHS, CP-SAT and the fixed-integer CBC run all reach lambda = 1 (T = 0.75 s)"))
+def test_cbc_joint_optimality_claim():
+    inst = ring4()
+    res = joint.solve_milp(inst, SolveOptions(solver="cbc", time_limit=30, extra={
+        "rings_per_group": 2, "auto_warm_start": False, "symmetry": False}))
+    assert res.objective == pytest.approx(0.75, rel=1e-6)
 
 
 def test_rings_are_hamiltonian_cycles_of_their_groups():
     inst = make_instance(5, 2, 1.0, allreduce=[(range(5), S), ([0, 2, 4], S / 2)],
                          mp=[(1, 3, S / 4)])
-    for res in (joint.solve_milp(inst, SolveOptions(time_limit=30)),
-                joint.solve_cpsat(inst, SolveOptions(time_limit=30))):
+    opts = SolveOptions(time_limit=30, extra={"rings_per_group": 1})
+    for res in (joint.solve_milp(inst, opts), joint.solve_cpsat(inst, opts)):
         checked(inst, res)
         assert res.status is Status.OPTIMAL
         by_group = {r.group: r.order for r in res.routing.rings}
@@ -62,8 +78,10 @@ def test_rings_are_hamiltonian_cycles_of_their_groups():
         assert sorted(by_group[1]) == [0, 2, 4]
 
 
+@pytest.mark.slow
 def test_choosing_rings_never_worse_than_given_rings():
-    # the default ring 0 -> 1 -> 2 -> 3 -> 4 -> 0 is one candidate of the joint model
+    # the default rings (ascending members and the reverse, or one ring, depending on
+    # default_rings) lie in the space of two free rings per group
     inst = make_instance(5, 2, 1.0, allreduce=[(range(5), S)],
                          mp=[(0, 2, S), (2, 0, S), (1, 3, S / 2)], regular=True)
     given = checked(inst, alloc.solve_milp(inst, SolveOptions(time_limit=30)))
@@ -107,3 +125,15 @@ def test_restricted_cpsat_infeasibility_is_not_claimed():
                                                               extra={"max_multiplicity": 1})))
     assert res.status is Status.NO_SOLUTION
     assert res.topology is None
+
+
+@pytest.mark.parametrize(("make", "splits", "want"), [(ring3, 3, 8 / 9), (ring4, 4, 9 / 8)])
+def test_cpsat_pieces_reach_the_fractional_optimum(make, splits, want):
+    # the optimal splits are 1/3 (triangle) and 1/4 (C4): cut each commodity in that many pieces
+    # and CP-SAT agrees with the MILP
+    inst = make()
+    res = checked(inst, joint.solve_cpsat(inst, SolveOptions(
+        time_limit=30, k_paths=8, extra={"cpsat_splits": splits, "rings_per_group": 1})))
+    assert res.status is Status.OPTIMAL
+    assert res.objective == pytest.approx(want, rel=1e-9)
+    assert res.bound == pytest.approx(want, rel=1e-9)

@@ -196,7 +196,8 @@ def build_milp(instance: Instance, options: SolveOptions):
     prob.setObjective(lam)
     x = link_vars_milp(prob, n, d, instance.regular, _cap(instance, options))
     demand: dict[int, dict[int, object]] = defaultdict(lambda: defaultdict(float))
-    ring_terms: list[tuple[int, tuple[int, ...], pulp.LpVariable | None]] = []
+    # (group, order, share): a fixed float share, or the variable tau = lambda * share
+    ring_terms: list[tuple[int, tuple[int, ...], pulp.LpVariable | float]] = []
     if mode == "choose":
         mp_only = _exact.demand_matrix(instance, [])
         for s, t in zip(*np.nonzero(mp_only), strict=True):
@@ -218,7 +219,7 @@ def build_milp(instance: Instance, options: SolveOptions):
         D = _exact.demand_matrix(instance, rings)
         for s, t in zip(*np.nonzero(D), strict=True):
             demand[int(s)][int(t)] += float(D[s, t] / V) * lam
-        ring_terms = [(r.group, r.order, None) for r in rings]
+        ring_terms = [(r.group, r.order, r.share) for r in rings]
         chain = symmetry_chain(D) if options.extra.get("symmetry", True) else None
         if chain:
             anchor, cls = chain
@@ -244,11 +245,16 @@ def extract_milp(instance, options, parts, values, method, out, runtime, spu):
         L[i, j] = L[j, i] = int(round(values.get(f"x_{i}_{j}", 0.0)))
     topo = Topology(L)
     rings = []
+    chosen = False
     for g, order, tau in parts["rings"]:
-        share = 1.0 if tau is None else (values.get(tau.name, 0.0) / lam if lam > 0 else 0.0)
-        if tau is None or share > 1e-9:
+        if isinstance(tau, float | int):
+            rings.append(Ring(g, tuple(order), float(tau)))
+            continue
+        chosen = True
+        share = values.get(tau.name, 0.0) / lam if lam > 0 else 0.0
+        if share > 1e-9:
             rings.append(Ring(g, tuple(order), share))
-    if any(tau is not None for _, _, tau in parts["rings"]):
+    if chosen:
         rings = _normalise_shares(rings)
     pair_paths = {}
     for s, row in parts["demand"].items():
@@ -315,37 +321,57 @@ def link_vars_cpsat(m: cp_model.CpModel, n: int, d: int, regular: bool, cap: int
     return x, z
 
 
-def path_loads_cpsat(m, n, x, z, items, cap):
+def path_loads_cpsat(m, n, x, z, items, cap, splits: int = 1):
     """Path choice for ``items = [(key, units, paths, active)]`` (``active`` a literal or
-    ``None`` = always routed); returns ``(choice vars, U)`` with ``R load(a) <= U x_a``.
+    ``None`` = always routed); returns ``(choice, U, divisor)``.
 
-    ``U`` counts ``1/R`` units with ``R = lcm(1..cap)``: ``max load / x`` is a fraction with
-    denominator at most ``cap``, so an integer ``U`` represents it exactly."""
-    total = sum(int(u) for _, u, _, _ in items) * lcm_upto(cap)
+    Each commodity is cut into ``splits`` equal pieces and every piece takes one candidate
+    path: integer counts ``c_k`` with ``sum_k c_k = splits`` (times ``active``), and a path
+    with ``c_k > 0`` needs ``x_e >= 1`` on its links (``splits = 1``: unsplittable). With
+    ``load(a) = sum units * c_k`` the constraint is ``R load(a) <= U x_a`` where ``U`` counts
+    ``1 / (R splits)`` units and ``R = lcm(1..cap)``: ``max load / x`` is a fraction with
+    denominator at most ``cap``, so an integer ``U`` represents it exactly. The model time
+    is ``U / divisor`` units with ``divisor = R splits``."""
+    P = max(1, int(splits))
+    R = lcm_upto(cap)
+    total = sum(int(u) for _, u, _, _ in items) * R * P
     U = m.NewIntVar(0, max(total, 1), "U")
     load: dict[tuple[int, int], list] = defaultdict(list)
     choice = {}
     for key, units, paths, active in items:
-        bs = [m.NewBoolVar(f"b_{key}_{k}") for k in range(len(paths))]
-        if active is None:
-            m.AddExactlyOne(bs)
+        if P == 1:
+            cs = [m.NewBoolVar(f"b_{key}_{k}") for k in range(len(paths))]
+            used = cs
         else:
-            m.Add(sum(bs) == 1).OnlyEnforceIf(active)
-            m.Add(sum(bs) == 0).OnlyEnforceIf(active.Not())
-        for b, path in zip(bs, paths, strict=True):
+            cs = [m.NewIntVar(0, P, f"c_{key}_{k}") for k in range(len(paths))]
+            used = [m.NewBoolVar(f"b_{key}_{k}") for k in range(len(paths))]
+            for c, b in zip(cs, used, strict=True):
+                m.Add(c <= P * b)
+                m.Add(c >= 1).OnlyEnforceIf(b)
+        if active is None:
+            m.Add(sum(cs) == P)
+        else:
+            m.Add(sum(cs) == P).OnlyEnforceIf(active)
+            m.Add(sum(cs) == 0).OnlyEnforceIf(active.Not())
+        for c, b, path in zip(cs, used, paths, strict=True):
             for u, v in zip(path, path[1:], strict=False):
                 m.Add(x[u, v] >= 1).OnlyEnforceIf(b)
                 if units:
-                    load[u, v].append(int(units) * b)
-        choice[key] = bs
-    R = lcm_upto(cap)
+                    load[u, v].append(int(units) * c)
+        choice[key] = cs
     for (u, v), terms in load.items():
         expr = sum(terms)
         m.Add(expr == 0).OnlyEnforceIf(z[u, v][0])
         for c in range(1, cap + 1):
             m.Add(R * expr <= c * U).OnlyEnforceIf(z[u, v][c])
     m.Minimize(U)
-    return choice, U
+    return choice, U, R * P
+
+
+def chosen_paths(solver, counts, paths, splits: int) -> list:
+    """``(path, fraction)`` of a commodity from its solved piece counts."""
+    P = max(1, int(splits))
+    return [(p, solver.Value(c) / P) for c, p in zip(counts, paths, strict=True) if solver.Value(c)]
 
 
 def lcm_upto(cap: int) -> int:
@@ -370,7 +396,8 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     pmode = options.extra.get("cpsat_paths", "ksp")
     items = [((s, t), u, candidate_paths(n, s, t, options.k_paths, pmode), None)
              for (s, t), u in zip(pairs, units, strict=True)]
-    choice, _ = path_loads_cpsat(m, n, x, z, items, cap)
+    splits = int(options.extra.get("cpsat_splits", 1))
+    choice, _, divisor = path_loads_cpsat(m, n, x, z, items, cap, splits)
     warm = warm_topology(instance, options, cap)
     hint = None
     if warm is not None:
@@ -383,13 +410,11 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     for i, j in combinations(range(n), 2):
         L[i, j] = L[j, i] = solver.Value(x[i, j])
     topo = Topology(L)
-    pair_paths = {}
-    for (key, _, paths, _), bs in zip(items, choice.values(), strict=True):
-        k = next(k for k, b in enumerate(bs) if solver.Value(b))
-        pair_paths[key] = [(paths[k], 1.0)]
+    pair_paths = {key: chosen_paths(solver, choice[key], paths, splits)
+                  for key, _, paths, _ in items}
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed)
-    bound = None if out.bound is None else out.bound / lcm_upto(cap) * scale / instance.link_bytes_per_s
+    bound = None if out.bound is None else out.bound / divisor * scale / instance.link_bytes_per_s
     return _exact.comm_time_result(
         "alloc-cpsat", instance, options, out, topo, routing, None, bound, runtime, scale=scale,
-        exact_model=exact, message=f"unsplittable over {pmode} candidate paths; units of "
+        exact_model=exact, message=f"{splits} piece(s) per commodity over {pmode} candidate paths; units of "
         f"{scale:.6g} bytes; bound valid for that model")

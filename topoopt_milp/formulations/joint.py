@@ -5,24 +5,32 @@ a decision: a Hamiltonian cycle on the members, with ring-edge volume
 ``e_g = 2 (k_g - 1)/k_g S_g`` sent from each member to its successor. Groups of two members
 have a single ring (both directions) and stay fixed. Meant for small clusters (``n <= 8``).
 
-MILP. Arc binaries ``a[g][u][v]`` (``u != v`` members) with one successor and one predecessor
-per member, and subtour elimination by a single-commodity flow: the first member ``r`` emits
-``k_g - 1`` units, every other member absorbs one, and ``phi[g][u][v] <= (k_g - 1) a[g][u][v]``
-(a flow that reaches every member exists only on a single cycle). In the throughput form of
-:mod:`.alloc` the ring demand ``lambda e_g a[g][u][v]`` is bilinear; with ``lambda <= 1``
-(the ideal-switch bound, valid for every ring order) the McCormick envelope of
-``mu = lambda a`` is exact for binary ``a``::
+The volume of a group may be split over ``R = options.extra["rings_per_group"]`` rings
+(default 2: TotientPerms' bidirectional ring is a ring plus its reverse at half share each;
+two identical rings are one ring at full share).
 
-    mu <= lambda,  mu <= a,  mu >= lambda - (1 - a),  mu >= 0
+MILP. For each ring ``r`` of group ``g``: arc binaries ``a[g,r][u][v]`` (``u != v`` members)
+with one successor and one predecessor per member, and subtour elimination by a
+single-commodity flow: the first member emits ``k_g - 1`` units, every other member absorbs
+one, and ``phi[u][v] <= (k_g - 1) a[u][v]`` (a flow that reaches every member exists only on a
+single cycle). In the throughput form of :mod:`.alloc` the ring demand
+``lambda sigma_r e_g a[u][v]`` is trilinear; with ``tau_r = lambda sigma_r`` (``sum_r tau_r =
+lambda``, ``tau_1 >= tau_2 >= ..`` since the rings of a group are interchangeable) and
+``tau_r <= lambda <= 1`` (the ideal-switch bound, valid for every ring order), the McCormick
+envelope of ``mu = tau_r a`` is exact for binary ``a``::
 
-and the demand from ``u`` to ``v`` is ``e_g / V * mu[g][u][v]``. Flows, link variables and the
+    mu <= tau_r,  mu <= a,  mu >= tau_r - (1 - a),  mu >= 0
+
+and the demand from ``u`` to ``v`` is ``e_g / V * mu``. Flows, link variables and the
 port budget are those of :mod:`.alloc`; ``T_comm = V / (B lambda)``.
 
 Symmetry: when the MP demand matrix is symmetric, reversing every ring and every flow maps a
 solution onto an equally good one, so the direction of the first group with ``k >= 3`` is
-fixed: its root's successor has a smaller id than its predecessor.
+fixed: the root's successor on its first ring has a smaller id than its predecessor (valid
+together with the share ordering: reversal keeps the shares).
 
-CP-SAT. Ring arcs as literals under ``AddCircuit`` (one circuit per group over its members),
+CP-SAT. Ring arcs as literals under ``AddCircuit`` (one circuit per ring over the members;
+the ``R`` rings of a group carry equal shares ``1/R``),
 integer links with value indicators, and one path per commodity among the candidate paths of
 the complete graph (:func:`.alloc.candidate_paths`); a ring edge's path is chosen iff its arc
 literal is true. Volumes are integer units (scale recorded) as in ``alloc-cpsat``; the
@@ -52,8 +60,8 @@ from . import _exact
 from .alloc import (
     _cap,
     candidate_paths,
+    chosen_paths,
     flow_vars_milp,
-    lcm_upto,
     link_vars_cpsat,
     link_vars_milp,
     path_loads_cpsat,
@@ -63,6 +71,7 @@ from .alloc import (
 log = logging.getLogger(__name__)
 
 MAX_N_WARNING = 8
+DEFAULT_RINGS = 2
 
 
 def _free_groups(instance: Instance) -> list[int]:
@@ -90,50 +99,72 @@ def build_milp(instance: Instance, options: SolveOptions):
     for s, t in zip(*np.nonzero(mp), strict=True):
         demand[int(s)][int(t)] += float(mp[s, t] / V) * lam
     free = _free_groups(instance)
-    arcs: dict[int, dict[tuple[int, int], pulp.LpVariable]] = {}
+    arcs: dict[tuple[int, int], dict[tuple[int, int], pulp.LpVariable]] = {}
+    shares: dict[tuple[int, int], pulp.LpVariable] = {}
     for g, grp in enumerate(instance.allreduce):
         if g in free or grp.edge_bytes <= 0:
             continue
         u, v = grp.members  # two members: the ring u -> v -> u is the only one
         demand[u][v] += grp.edge_bytes / V * lam
         demand[v][u] += grp.edge_bytes / V * lam
+    R = rings_per_group(options)
     for g in free:
         grp = instance.allreduce[g]
         ms, k = list(grp.members), len(grp.members)
-        a = {(u, v): pulp.LpVariable(f"a_{g}_{u}_{v}", cat=pulp.LpBinary) for u, v in permutations(ms, 2)}
-        phi = {(u, v): pulp.LpVariable(f"phi_{g}_{u}_{v}", 0, k - 1) for u, v in permutations(ms, 2)}
         root = ms[0]
-        for u in ms:
-            prob += pulp.lpSum(a[u, v] for v in ms if v != u) == 1, f"succ_{g}_{u}"
-            prob += pulp.lpSum(a[v, u] for v in ms if v != u) == 1, f"pred_{g}_{u}"
-            net = pulp.lpSum(phi[u, v] for v in ms if v != u) - pulp.lpSum(phi[v, u] for v in ms if v != u)
-            prob += net == ((k - 1) if u == root else -1), f"scf_{g}_{u}"
-        for u, v in permutations(ms, 2):
-            prob += phi[u, v] <= (k - 1) * a[u, v]
-            if u < v:
-                prob += a[u, v] + a[v, u] <= 1
-            mu = pulp.LpVariable(f"mu_{g}_{u}_{v}", 0, 1)
-            prob += mu <= lam
-            prob += mu <= a[u, v]
-            prob += mu >= lam - 1 + a[u, v]
-            demand[u][v] += grp.edge_bytes / V * mu
-        arcs[g] = a
+        taus = [pulp.LpVariable(f"tau_{g}_{r}", 0, 1) for r in range(R)]
+        prob += pulp.lpSum(taus) == lam, f"shares_{g}"
+        for r in range(1, R):
+            prob += taus[r - 1] >= taus[r], f"ring_order_{g}_{r}"  # rings are interchangeable
+        for r, tau in enumerate(taus):
+            a = {(u, v): pulp.LpVariable(f"a_{g}_{r}_{u}_{v}", cat=pulp.LpBinary)
+                 for u, v in permutations(ms, 2)}
+            phi = {(u, v): pulp.LpVariable(f"phi_{g}_{r}_{u}_{v}", 0, k - 1)
+                   for u, v in permutations(ms, 2)}
+            for u in ms:
+                prob += pulp.lpSum(a[u, v] for v in ms if v != u) == 1, f"succ_{g}_{r}_{u}"
+                prob += pulp.lpSum(a[v, u] for v in ms if v != u) == 1, f"pred_{g}_{r}_{u}"
+                net = (pulp.lpSum(phi[u, v] for v in ms if v != u)
+                       - pulp.lpSum(phi[v, u] for v in ms if v != u))
+                prob += net == ((k - 1) if u == root else -1), f"scf_{g}_{r}_{u}"
+            for u, v in permutations(ms, 2):
+                prob += phi[u, v] <= (k - 1) * a[u, v]
+                if u < v:
+                    prob += a[u, v] + a[v, u] <= 1
+                mu = pulp.LpVariable(f"mu_{g}_{r}_{u}_{v}", 0, 1)
+                prob += mu <= tau
+                prob += mu <= a[u, v]
+                prob += mu >= tau - 1 + a[u, v]
+                demand[u][v] += grp.edge_bytes / V * mu
+            arcs[g, r] = a
+            shares[g, r] = tau
     if free and np.allclose(mp, mp.T) and options.extra.get("symmetry", True):
         g = free[0]
         ms = instance.allreduce[g].members
-        root, a = ms[0], arcs[g]
+        root, a = ms[0], arcs[g, 0]
         prob += (pulp.lpSum(v * a[root, v] for v in ms if v != root)
                  <= pulp.lpSum(u * a[u, root] for u in ms if u != root)), "ring_direction"
     f = flow_vars_milp(prob, n, x, demand)
-    return prob, {"lam": lam, "x": x, "f": f, "arcs": arcs, "demand": demand, "V": V}
+    return prob, {"lam": lam, "x": x, "f": f, "arcs": arcs, "shares": shares, "demand": demand,
+                  "V": V}
 
 
-def _rings_from(instance: Instance, succ_of) -> list[Ring]:
+def rings_per_group(options: SolveOptions) -> int:
+    """``options.extra["rings_per_group"]`` (default 2: a ring and its reverse, or one ring)."""
+    return max(1, int(options.extra.get("rings_per_group", DEFAULT_RINGS)))
+
+
+def _rings_from(instance: Instance, free, R: int, succ_of, share_of) -> list[Ring]:
+    """Rings of every group: fixed groups keep their member order; free groups get their
+    ``R`` chosen cycles with positive share (shares renormalised to sum to 1)."""
     rings = []
     for g, grp in enumerate(instance.allreduce):
-        succ = succ_of(g)
-        order = tuple(grp.members) if succ is None else _order_from_arcs(list(grp.members), succ)
-        rings.append(Ring(g, order, 1.0))
+        if g not in free:
+            rings.append(Ring(g, tuple(grp.members), 1.0))
+            continue
+        got = [(_order_from_arcs(list(grp.members), succ_of(g, r)), share_of(g, r)) for r in range(R)]
+        total = sum(sh for _, sh in got if sh > 1e-9)
+        rings.extend(Ring(g, order, sh / total) for order, sh in got if sh > 1e-9)
     return rings
 
 
@@ -158,12 +189,12 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
         L[i, j] = L[j, i] = int(round(vals.get(f"x_{i}_{j}", 0.0)))
     topo = Topology(L)
 
-    def succ_of(g):
-        if g not in parts["arcs"]:
-            return None
-        return {u: v for (u, v), var in parts["arcs"][g].items() if vals.get(var.name, 0.0) > 0.5}
+    def succ_of(g, r):
+        return {u: v for (u, v), var in parts["arcs"][g, r].items() if vals.get(var.name, 0.0) > 0.5}
 
-    rings = _rings_from(instance, succ_of)
+    R = rings_per_group(options)
+    rings = _rings_from(instance, _free_groups(instance), R, succ_of,
+                        lambda g, r: vals.get(parts["shares"][g, r].name, 0.0))
     lam = vals.get("lam", 0.0)
     pair_paths = {}
     for s, row in parts["demand"].items():
@@ -187,7 +218,10 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     free = _free_groups(instance)
     mp = instance.mp_matrix()
     mp_pairs = [(int(s), int(t)) for s, t in zip(*np.nonzero(mp), strict=True)]
-    vols = [mp[p] for p in mp_pairs] + [grp.edge_bytes for grp in instance.allreduce]
+    R = rings_per_group(options)
+    # free groups: R rings of equal share 1/R (identical rings allowed: one ring, full share)
+    vols = [mp[p] for p in mp_pairs] + [grp.edge_bytes / (R if g in free else 1)
+                                        for g, grp in enumerate(instance.allreduce)]
     units, scale, exact = _exact.integer_units(np.array(vols, dtype=float), 10**5)
     mp_units, ar_units = units[: len(mp_pairs)], units[len(mp_pairs):]
     m = cp_model.CpModel()
@@ -195,7 +229,7 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     pmode = options.extra.get("cpsat_paths", "ksp")
     items = [(("mp", s, t), u, candidate_paths(n, s, t, options.k_paths, pmode), None)
              for (s, t), u in zip(mp_pairs, mp_units, strict=True)]
-    arcs: dict[int, dict[tuple[int, int], object]] = {}
+    arcs: dict[tuple[int, int], dict[tuple[int, int], object]] = {}
     for g, grp in enumerate(instance.allreduce):
         ms = list(grp.members)
         if grp.edge_bytes <= 0:
@@ -205,20 +239,22 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
                 items.append((("ar", g, u, v), ar_units[g], candidate_paths(n, u, v, options.k_paths,
                                                                              pmode), None))
             continue
-        lits = {(u, v): m.NewBoolVar(f"a_{g}_{u}_{v}") for u, v in permutations(ms, 2)}
         idx = {u: i for i, u in enumerate(ms)}
-        m.AddCircuit([(idx[u], idx[v], lit) for (u, v), lit in lits.items()])
-        arcs[g] = lits
-        for (u, v), lit in lits.items():
-            items.append((("ar", g, u, v), ar_units[g], candidate_paths(n, u, v, options.k_paths, pmode),
-                          lit))
+        for r in range(R):
+            lits = {(u, v): m.NewBoolVar(f"a_{g}_{r}_{u}_{v}") for u, v in permutations(ms, 2)}
+            m.AddCircuit([(idx[u], idx[v], lit) for (u, v), lit in lits.items()])
+            arcs[g, r] = lits
+            for (u, v), lit in lits.items():
+                items.append((("ar", g, u, v, r), ar_units[g],
+                              candidate_paths(n, u, v, options.k_paths, pmode), lit))
     if free and np.allclose(mp, mp.T) and options.extra.get("symmetry", True):
         g = free[0]
         ms = instance.allreduce[g].members
-        root, lits = ms[0], arcs[g]
+        root, lits = ms[0], arcs[g, 0]
         m.Add(sum(v * lits[root, v] for v in ms if v != root)
               <= sum(u * lits[u, root] for u in ms if u != root))
-    choice, _ = path_loads_cpsat(m, n, x, z, items, cap)
+    splits = int(options.extra.get("cpsat_splits", 1))
+    choice, _, divisor = path_loads_cpsat(m, n, x, z, items, cap, splits)
     warm = warm_topology(instance, options, cap)
     hint = None
     if warm is not None:
@@ -232,27 +268,33 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
         L[i, j] = L[j, i] = solver.Value(x[i, j])
     topo = Topology(L)
 
-    def succ_of(g):
-        if g not in arcs:
-            return None
-        return {u: v for (u, v), lit in arcs[g].items() if solver.Value(lit)}
+    def succ_of(g, r):
+        return {u: v for (u, v), lit in arcs[g, r].items() if solver.Value(lit)}
 
-    rings = _rings_from(instance, succ_of)
-    pair_paths, comm_paths = {}, {}
+    rings = _rings_from(instance, free, R, succ_of, lambda g, r: 1.0 / R)
+    pair_paths, comm_paths = {}, defaultdict(list)
     for key, _, paths, active in items:
         if active is not None and not solver.Value(active):
             continue
-        k = next((k for k, b in enumerate(choice[key]) if solver.Value(b)), None)
-        if k is None:
-            continue
+        split = chosen_paths(solver, choice[key], paths, splits)
         if key[0] == "mp":
-            pair_paths[key[1:]] = [(paths[k], 1.0)]
+            pair_paths[key[1:]] = split
         else:
-            comm_paths[key] = [(paths[k], 1.0)]
+            comm_paths[key[:4]].append(split)
+    # identical arcs of several equal-share rings are one commodity key: average their splits
+    merged = {}
+    for key, splits_list in comm_paths.items():
+        acc: dict = defaultdict(float)
+        for split in splits_list:
+            for path, fr in split:
+                acc[path] += fr / len(splits_list)
+        merged[key] = sorted(acc.items())
+    comm_paths = merged
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed,
                                              comm_paths)
-    bound = None if out.bound is None else out.bound / lcm_upto(cap) * scale / instance.link_bytes_per_s
+    bound = None if out.bound is None else out.bound / divisor * scale / instance.link_bytes_per_s
     return _exact.comm_time_result(
         "joint-cpsat", instance, options, out, topo, routing, None, bound, runtime, scale=scale,
-        exact_model=exact, message=f"rings by AddCircuit; unsplittable over {pmode} candidate paths; "
+        exact_model=exact,
+        message=f"rings by AddCircuit; {splits} piece(s) per commodity over {pmode} paths; "
         f"units of {scale:.6g} bytes; bound valid for that model")
