@@ -24,8 +24,9 @@ seconds as ``V / (B lambda)``.
 
 AllReduce rings (``options.extra["rings"]``):
 
-* ``"given"`` (default): the instance's member order (``default_rings``); ``"totient"``: the
-  TotientPerms ring orders. Ring edges are fixed demands.
+* ``"given"`` (default): the rings (orders and shares) of
+  :func:`~topoopt_milp.topology.default_rings`; ``"totient"``: the TotientPerms ring orders
+  and shares. Ring edges are fixed demands.
 * ``"choose"``: every group may split its volume over the TotientPerms candidate orders
   ``member[(i m) mod k]``, ``gcd(m, k) = 1`` (sorted members). With shares ``sigma_c`` the
   demand ``lambda sigma_c`` is bilinear; substituting ``tau_c = lambda sigma_c`` (so

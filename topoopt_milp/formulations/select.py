@@ -65,7 +65,7 @@ it is meant for small instances.
 
 Every result carries the chosen circulant (``Topology.jumps``) and a routing: the model's
 flows (comm_time) or shortest paths (diameter, total_hops; ``params`` gets ``diameter`` and
-``avg_hops``). AllReduce rings use the instance's member order (``default_rings``).
+``avg_hops``). AllReduce rings are those of :func:`~topoopt_milp.topology.default_rings`.
 """
 
 from __future__ import annotations
