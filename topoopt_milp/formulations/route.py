@@ -274,8 +274,7 @@ def _flow_lp(P: RouteProblem, sources: np.ndarray, demand: np.ndarray,
     u_col = K * m
     if symmetric:
         # capacity per difference class delta: all arcs (i, i + delta) share one row
-        n_ = n
-        delta = (heads - tails) % n_
+        delta = (heads - tails) % n
         classes = np.unique(delta)
         cls_row = {int(d): k for k, d in enumerate(classes)}
         r0 = K * n
@@ -564,7 +563,7 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     bound = outcome.bound * to_s if outcome.bound is not None else None
     return finish("route-cpsat", P, options, outcome, routing, obj if exact else None, bound,
                   time.perf_counter() - t0, scale=scale, exact_model=exact,
-                  note=f"k_paths={options.k_paths}; scale={scale:.6g} bytes/unit")
+                  note=f"variant=unsplittable; k_paths={options.k_paths}; scale={scale:.6g} bytes/unit")
 
 
 def finish(method: str, P: RouteProblem, options: SolveOptions, outcome, routing: Routing | None,
