@@ -166,3 +166,12 @@ def test_warm_start_from_a_solution():
                                                              extra=CHOOSE)))
     assert res.status is Status.OPTIMAL
     assert res.objective <= tf.objective
+
+
+def test_latency_term_is_added_and_not_claimed_optimal():
+    inst = make_instance(4, 2, 1.0, mp=[(0, 1, S)], latency_us=10.0)
+    res = checked(inst, alloc.solve_milp(inst, SolveOptions()))
+    # bandwidth term 0.5 s on the double link, plus one hop of 10 us
+    assert res.objective == pytest.approx(0.5 + 10e-6, rel=1e-9)
+    assert res.status is Status.FEASIBLE and "latency" in res.message
+    assert res.bound <= res.objective

@@ -370,7 +370,7 @@ def build_flow_milp(n, d, regular, cands, w, sources, symmetric):
     y = {p: pulp.LpVariable(f"y_{p}", cat=pulp.LpBinary) for p in cands}
     ports = pulp.lpSum(port_cost(n, p) * y[p] for p in cands)
     prob += (ports == d) if regular else (ports <= d), "ports"
-    lam = pulp.LpVariable("lam", 0)
+    lam = pulp.LpVariable("lam", 0, 1)  # ideal-switch bound: T >= 1 unit for any topology
     prob.setObjective(lam)
     coins = _coins(n, cands)
     f = {(s, i, c): pulp.LpVariable(f"f_{s}_{i}_{c}", 0) for s in sources for i in range(n)
