@@ -158,3 +158,12 @@ def test_time_limited_run_returns_incumbent_and_bound():
     assert res.status is Status.FEASIBLE
     assert res.objective == 4
     assert res.bound is not None and res.bound < res.objective
+
+
+@pytest.mark.parametrize("how", ["shortest", "ecmp", "coin-change"])
+def test_hop_objectives_return_the_requested_routing(how):
+    inst = a2a(9, 4)
+    res = checked(inst, select.solve_cpsat(inst, SolveOptions(objective="total_hops",
+                                                               candidates="all", routing=how)))
+    # every routing here is shortest-path: avg hops equals the optimal byte-hops / bytes
+    assert res.params["avg_hops"] == pytest.approx(res.objective / inst.total_bytes())

@@ -144,11 +144,6 @@ def routing_from_pair_paths(
     return Routing(tuple(rings), tuple(routed))
 
 
-def shortest_routing(instance: Instance, topology: Topology, rings: Sequence[Ring], seed: int = 0):
-    """Shortest-path routing (random ties, ``seed``) -- what diameter / hop objectives return."""
-    return route(instance, topology, rings, "shortest", seed)
-
-
 # -- integers for CP-SAT ------------------------------------------------------------------------
 def integer_units(values: np.ndarray, max_units: int = 10**5) -> tuple[np.ndarray, float, bool]:
     """Integer volumes for CP-SAT: ``(units, scale, exact)`` with ``values ~ units * scale``.

@@ -81,6 +81,7 @@ from ortools.sat.python import cp_model
 
 from ..backends.cpsat_backend import solve_cpsat as _run_cpsat
 from ..backends.pulp_backend import solve_pulp
+from ..heuristics.routing import route
 from ..instance import Instance
 from ..result import SolveOptions, SolveResult, Status
 from ..topology import Topology, default_rings
@@ -495,7 +496,10 @@ def _solve(instance: Instance, options: SolveOptions, backend: str) -> SolveResu
             (value - bound) / value > max(options.mip_gap, _exact.OBJ_TOL):
         status = Status.FEASIBLE
         notes.append("optimal for the integer-scaled weights only")
-    routing = _exact.shortest_routing(instance, topo, rings, options.seed)
+    # hop objectives do not route; return the requested heuristic routing (shortest paths by
+    # default; coin-change and ECMP are shortest-path routings on a circulant too)
+    how = options.routing if options.routing in ("shortest", "ecmp", "coin-change") else "shortest"
+    routing = route(instance, topo, rings, how, options.seed)
     from ..evaluate import avg_hops
 
     params = {**options.as_params(), "jumps": list(jumps), "diameter": float(dist.max()),
