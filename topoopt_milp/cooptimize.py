@@ -172,17 +172,19 @@ class _Search:
     # -- evaluation ---------------------------------------------------------------------
     def ring_jumps(self, k: int) -> tuple[int, ...]:
         """Ring jumps a group of ``k`` members is estimated to use: TotientPerms' selection for
-        ``d`` ports on ``Z_k`` (what TopologyFinder would build for it), one ring if ``k <= 2``."""
+        ``d`` ports on ``Z_k`` (what TopologyFinder would build for it), each jump ``j`` in both
+        directions (``j`` and ``k - j``: a duplex link carries a ring each way)."""
         if k not in self._jumps:
-            jumps: tuple[int, ...] = (1,)
+            base: tuple[int, ...] = (1,)
             if k > 2:
                 try:
                     from .heuristics.totient import totient_jumps
 
-                    jumps = tuple(j for j in totient_jumps(k, self.degree) if 0 < j < k) or (1,)
+                    base = tuple(j for j in totient_jumps(k, self.degree) if 0 < j < k) or (1,)
                 except (ImportError, ValueError):
-                    jumps = (1,)
-            self._jumps[k] = jumps
+                    base = (1,)
+            both = [x for j in base for x in ((j,) if 2 * j == k else (j, k - j))]
+            self._jumps[k] = tuple(both)
         return self._jumps[k]
 
     def energy(self, t: Traffic) -> tuple[float, float]:
@@ -336,6 +338,9 @@ def cooptimize(
             "elapsed_s": time.perf_counter() - t0,
         }
         rows.append(row)
+        if step % max(1, cfg.budget // 20) == 0:
+            log.info("step %d/%d: current %.5g s, best true %.5g s, %d rebuilds, %.1f s", step,
+                     cfg.budget, cur_e, best_true.iteration_s, S.rebuilds, row["elapsed_s"])
         if progress is not None:
             progress(step, row)
     # the strategy the search ends on (or its estimated best) gets a true evaluation too
