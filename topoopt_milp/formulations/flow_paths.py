@@ -7,9 +7,11 @@ one is chosen for speed on the dense flows an interior-point solution has.
 
 from __future__ import annotations
 
-import networkx as nx
+import numpy as np
 
 from ..topology import Path, Topology
+
+LEFTOVER = 1e-6  # relative unrouted demand absorbed by normalisation (solver noise)
 
 
 def decompose_flow(s: int, flow: dict[tuple[int, int], float], demand: dict[int, float],
@@ -20,10 +22,11 @@ def decompose_flow(s: int, flow: dict[tuple[int, int], float], demand: dict[int,
     with the largest residual flow until ``s`` is reached and push the path's bottleneck.
     Conservation guarantees that a node other than ``s`` reached this way has positive
     residual inflow; if the walk meets a node twice it has found a cycle, whose flow is
-    cancelled (it only adds load). Interior-point flows violate conservation by ~1e-8; a
-    remainder the flow cannot carry (at most that noise) goes to a shortest path so the
-    fractions always sum to 1. ``O(paths x length x degree)``, far faster than a BFS per
-    path on the dense flows an interior-point solution has."""
+    cancelled (it only adds load). Interior-point flows violate conservation by ~1e-8: a
+    remainder below ``LEFTOVER`` of the demand is absorbed by normalising the fractions, a
+    larger one goes to a shortest path, so the fractions always sum to 1.
+    ``O(paths x length x degree)``, far faster than a BFS per path on the dense flows an
+    interior-point solution has."""
     total = sum(demand.values())
     thr = 1e-10 * total
     into: dict[int, dict[int, float]] = {}
@@ -46,7 +49,7 @@ def decompose_flow(s: int, flow: dict[tuple[int, int], float], demand: dict[int,
                 into[v][u] -= push
             got[path] = got.get(path, 0.0) + push
             left -= push
-        if left > 1e-9 * want:
+        if left > LEFTOVER * want:
             sp = _shortest_path(topology, s, t)
             got[sp] = got.get(sp, 0.0) + left
         result[t] = [(p, f / want) for p, f in sorted(got.items()) if f > 1e-12 * want]
@@ -85,4 +88,10 @@ def _walk_back(s: int, t: int, into, thr: float) -> Path | None:
 
 
 def _shortest_path(topology: Topology, s: int, t: int) -> Path:
-    return tuple(int(x) for x in nx.shortest_path(topology.graph(), s, t))
+    """A hop-shortest path, walking back from ``t`` along decreasing distance from ``s``."""
+    dist = topology.hop_distances[s]
+    path = [t]
+    while path[-1] != s:
+        nbrs = np.flatnonzero(topology.links[path[-1]])
+        path.append(int(nbrs[np.argmin(dist[nbrs])]))
+    return tuple(reversed(path))
