@@ -328,3 +328,15 @@ def test_cli_route_on_a_fixed_topology(runner, tmp_path):
             assert sol["objective"] <= heur_obj * (1 + 1e-7)
     r = runner.invoke(main, ["solve", str(ipath), "-m", "route-milp", "--out", str(out)])
     assert r.exit_code == 2 and "route-milp needs --topology" in r.output
+
+
+def test_fractional_time_limit_is_never_optimal():
+    topo = random_regular(48, 4, 2)
+    inst = all_to_all(48, 4)
+    res = route.solve_milp(inst, SolveOptions(topology=topo, time_limit=0.02,
+                                              extra={"formulation": "source"}))
+    assert res.status in (Status.FEASIBLE, Status.NO_SOLUTION), res.message
+    if res.status is Status.FEASIBLE:
+        assert_clean(inst, res)
+    else:
+        assert res.objective is None and res.routing is None
