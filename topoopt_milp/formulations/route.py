@@ -577,7 +577,8 @@ def finish(method: str, P: RouteProblem, options: SolveOptions, outcome, routing
     "max_link_utilization"``)."""
     inst = P.instance
     if routing is None or not outcome.status.has_solution:
-        return _exact.failed_result(method, options, outcome, runtime, note)
+        msg = "; ".join(x for x in (outcome.message, note) if x)
+        return _exact.failed_result(method, options, outcome, runtime, msg)
     if bound_s is not None and inst.latency_us > 0:
         hops = max((P.topology.hop_distances[c.src, c.dst] for c in P.commodities), default=0)
         bound_s += float(hops) * inst.latency_us * 1e-6
