@@ -175,3 +175,28 @@ def test_latency_term_is_added_and_not_claimed_optimal():
     assert res.objective == pytest.approx(0.5 + 10e-6, rel=1e-9)
     assert res.status is Status.FEASIBLE and "latency" in res.message
     assert res.bound <= res.objective
+
+
+def test_cpsat_time_limited_run_returns_incumbent_and_bound():
+    from topoopt_milp.generators import dlrm
+
+    inst = dlrm(8, 4, seed=0)
+    res = checked(inst, alloc.solve_cpsat(inst, SolveOptions(time_limit=1, extra={
+        "cpsat_splits": 2, "cpsat_paths": "two_hop"})))
+    assert res.status in (Status.FEASIBLE, Status.OPTIMAL)
+    assert res.bound is not None and res.bound <= res.objective
+    assert res.scale is not None
+
+
+@pytest.mark.parametrize("method", ["alloc-cpsat", "joint-milp"])
+def test_never_nothing_on_a_tiny_time_limit(method):
+    # with 10 ms the solver may stop before any solution: the warm start is returned instead
+    from topoopt_milp.generators import dlrm
+
+    if not registry.available("topologyfinder"):
+        pytest.skip("no warm start available")
+    inst = dlrm(8, 4, seed=0)
+    res = checked(inst, registry.solve(inst, method, SolveOptions(time_limit=0.01, extra={
+        "cpsat_splits": 2, "cpsat_paths": "two_hop"})))
+    assert res.status is Status.FEASIBLE
+    assert res.objective is not None and res.topology is not None

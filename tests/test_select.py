@@ -167,3 +167,12 @@ def test_hop_objectives_return_the_requested_routing(how):
                                                                candidates="all", routing=how)))
     # every routing here is shortest-path: avg hops equals the optimal byte-hops / bytes
     assert res.params["avg_hops"] == pytest.approx(res.objective / inst.total_bytes())
+
+
+def test_cpsat_time_limited_run_returns_incumbent_and_bound():
+    # n = 128, d = 8, all candidates: CP-SAT needs ~20 s to rule out diameter 3
+    inst = ring_traffic(128, 8)
+    res = checked(inst, select.solve_cpsat(
+        inst, SolveOptions(objective="diameter", candidates="all", time_limit=1)))
+    assert res.status is Status.FEASIBLE
+    assert res.objective == 4 and res.bound == 3

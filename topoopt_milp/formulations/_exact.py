@@ -182,6 +182,40 @@ def failed_result(method: str, options: SolveOptions, outcome, runtime: float, m
     )
 
 
+def fallback_result(
+    method: str,
+    instance: Instance,
+    options: SolveOptions,
+    outcome,
+    topology: Topology | None,
+    rings: Sequence[Ring],
+    runtime: float,
+    bound_s: float | None = None,
+) -> SolveResult | None:
+    """The incumbent a solver failed to improve on: ``topology`` (a warm start) with
+    shortest-path routing, status ``feasible``; ``None`` when there is no usable topology.
+
+    DESIGN: a time-limited run returns its incumbent and bound, never nothing. When the solver
+    stops without a solution but a heuristic topology was given to it as a start, that start
+    *is* the incumbent."""
+    if topology is None or outcome.status not in (Status.NO_SOLUTION,):
+        return None
+    try:
+        routing = route(instance, topology, rings, "shortest", options.seed)
+    except RoutingError:
+        return None
+    obj = comm_time(instance, topology, routing)
+    if bound_s is not None and bound_s > obj:
+        bound_s = None  # a bound of a restricted model need not hold for the start
+    return SolveResult(
+        method=method, status=Status.FEASIBLE, objective=obj, bound=bound_s, runtime_s=runtime,
+        topology=topology, routing=routing, seed=options.seed, params=options.as_params(),
+        backend=outcome.backend, backend_version=outcome.version, objective_kind="comm_time",
+        message=f"{outcome.message}; solver found no solution in time: warm-start topology "
+        "returned with shortest-path routing",
+    )
+
+
 def comm_time_result(
     method: str,
     instance: Instance,

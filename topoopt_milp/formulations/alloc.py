@@ -288,7 +288,13 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     out = solve_pulp(prob, options, start)
     runtime = time.perf_counter() - t0
     if not out.status.has_solution:
-        return _exact.failed_result("alloc-milp", options, out, runtime)
+        spu = _exact.seconds_per_unit(instance)
+        bound = None if not out.bound or out.bound <= 0 else spu / out.bound
+        mode = parts["mode"]
+        fb = _exact.fallback_result("alloc-milp", instance, options, out, warm,
+                                    _rings(instance, "given" if mode == "choose" else mode),
+                                    runtime, bound)
+        return fb or _exact.failed_result("alloc-milp", options, out, runtime)
     return extract_milp(instance, options, parts, out.values, "alloc-milp", out, runtime,
                         _exact.seconds_per_unit(instance))
 
@@ -406,7 +412,8 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     out, solver = _run_cpsat(m, options, hint)
     runtime = time.perf_counter() - t0
     if not out.status.has_solution:
-        return _exact.failed_result("alloc-cpsat", options, out, runtime, restricted=True)
+        fb = _exact.fallback_result("alloc-cpsat", instance, options, out, warm, rings, runtime)
+        return fb or _exact.failed_result("alloc-cpsat", options, out, runtime, restricted=True)
     L = np.zeros((n, n), dtype=np.int64)
     for i, j in combinations(range(n), 2):
         L[i, j] = L[j, i] = solver.Value(x[i, j])

@@ -55,7 +55,7 @@ from ..backends.cpsat_backend import solve_cpsat as _run_cpsat
 from ..backends.pulp_backend import solve_pulp
 from ..instance import Instance
 from ..result import SolveOptions, SolveResult
-from ..topology import Ring, Topology
+from ..topology import Ring, Topology, default_rings
 from . import _exact
 from .alloc import (
     _cap,
@@ -182,7 +182,11 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     out = solve_pulp(prob, options, start)
     runtime = time.perf_counter() - t0
     if not out.status.has_solution:
-        return _exact.failed_result("joint-milp", options, out, runtime)
+        spu = _exact.seconds_per_unit(instance)
+        bound = None if not out.bound or out.bound <= 0 else spu / out.bound
+        fb = _exact.fallback_result("joint-milp", instance, options, out, warm,
+                                    default_rings(instance), runtime, bound)
+        return fb or _exact.failed_result("joint-milp", options, out, runtime)
     vals = out.values
     L = np.zeros((n, n), dtype=np.int64)
     for i, j in combinations(range(n), 2):
@@ -262,7 +266,9 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     out, solver = _run_cpsat(m, options, hint)
     runtime = time.perf_counter() - t0
     if not out.status.has_solution:
-        return _exact.failed_result("joint-cpsat", options, out, runtime, restricted=True)
+        fb = _exact.fallback_result("joint-cpsat", instance, options, out, warm,
+                                    default_rings(instance), runtime)
+        return fb or _exact.failed_result("joint-cpsat", options, out, runtime, restricted=True)
     L = np.zeros((n, n), dtype=np.int64)
     for i, j in combinations(range(n), 2):
         L[i, j] = L[j, i] = solver.Value(x[i, j])

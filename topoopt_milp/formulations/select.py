@@ -480,14 +480,23 @@ def _solve(instance: Instance, options: SolveOptions, backend: str) -> SolveResu
         out, _ = _run_cpsat(model, options, {y[p]: float(p in inc) for p in cands} if inc else None)
         to_obj = 1.0 if objective == "diameter" else scale
     runtime = time.perf_counter() - t0
-    if not out.status.has_solution:
+    status, notes = out.status, [out.message] if out.message else []
+    if out.status.has_solution:
+        jumps = _chosen(out.values, cands)
+    elif out.status is Status.NO_SOLUTION and inc:
+        # a time-limited run returns its incumbent: the heuristic set the solver was given
+        jumps, status = tuple(inc), Status.FEASIBLE
+        notes.append("solver found no solution in time: heuristic incumbent returned")
+    else:
         return _exact.failed_result(method, options, out, runtime)
-    jumps = _chosen(out.values, cands)
     topo = Topology.circulant(n, jumps)
     dist = residue_distances(n, jumps)
     value = float(dist.max()) if objective == "diameter" else float(np.dot(W, dist))
     bound = None if out.bound is None else out.bound * to_obj
-    status, notes = out.status, [out.message] if out.message else []
+    if objective == "diameter":
+        # counting bound (within h hops at most Ball(m, h) residues) is valid on its own
+        counting = float(next(h for h in range(n) if ball(m_max, h) >= n))
+        bound = counting if bound is None else max(bound, counting)
     if objective == "diameter" and bound is not None:
         bound = float(math.ceil(bound - 1e-6))  # diameters are integers
     if bound is not None and value < bound <= value * (1 + _exact.OBJ_TOL) + 1e-9:
