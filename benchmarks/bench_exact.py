@@ -134,19 +134,21 @@ def largest_n(budget: float, quick: bool) -> list[dict]:
     ]
     rows, summary = [], []
     for method, make, opts, ns in cases:
-        best = None
+        best, capped = None, True
         for n in ns:
             if quick and n > 16:
                 break
             row = run(method, make(n), time_limit=budget, **opts)
             rows.append(row)
             if row["status"] != Status.OPTIMAL.value or row["check"] != "ok":
+                capped = False
                 break
             best = n
-        summary.append((method, opts, best))
+        summary.append((method, opts, best, capped))
     sys.stdout.write("\n| method | options | largest n proven optimal |\n|---|---|---|\n")
-    for method, opts, best in summary:
-        sys.stdout.write(f"| {method} | {opts or ''} | {best if best is not None else '-'} |\n")
+    for method, opts, best, capped in summary:
+        shown = "-" if best is None else (f">= {best} (end of range)" if capped else str(best))
+        sys.stdout.write(f"| {method} | {opts or ''} | {shown} |\n")
     return rows
 
 
