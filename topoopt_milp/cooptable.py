@@ -50,7 +50,7 @@ DEFAULT_CONFIGS: tuple[tuple[str, int, int, float], ...] = tuple(
 
 @dataclass(frozen=True)
 class TableConfig:
-    budget: int = 1000
+    budget: int = 2000
     k: int = 50
     seed: int = 0
     temperature: float = 0.05
@@ -129,6 +129,32 @@ def build_table(configs=DEFAULT_CONFIGS, tc: TableConfig | None = None,
     return pd.DataFrame(rows)
 
 
+def _paper_note(df: pd.DataFrame, tc: TableConfig) -> list[str]:
+    """The comparison with TopoOpt's headline claim, computed from the rows."""
+    best = df.loc[df["speedup_vs_cost_eq"].idxmax()]
+    worst = df.loc[df["speedup_vs_cost_eq"].idxmin()]
+    gain = df["default_tf"] / df["coopt_tf"]
+    x_eq = tc.cost.equivalent_fat_tree_gbps(1, 1.0)
+    return [
+        "## Against the paper's claim",
+        "",
+        "TopoOpt (NSDI'23) reports its co-optimized direct-connect cluster up to 3.4x faster than a "
+        "similar-cost Fat-tree. Here the co-optimized strategy on TopologyFinder is "
+        f"{worst['speedup_vs_cost_eq']:.2f}x ({worst['model']}, d={worst['d']}) to "
+        f"{best['speedup_vs_cost_eq']:.2f}x ({best['model']}, d={best['d']}) faster than the "
+        f"cost-equivalent full-bisection Fat-tree, which gets {x_eq:.2f} x d x B per server under "
+        "the default prices; the strategy search alone gains "
+        f"{gain.min():.2f}x to {gain.max():.2f}x over data parallelism on the same topology "
+        "family. The ratio moves with the prices (every one is an option of `cooptimize`), "
+        "and three choices here favour the Fat-tree: it is given the better of the two "
+        "strategies, it is non-blocking (no oversubscription), and the fluid cost model charges "
+        "it nothing but its server links (no switch queueing or routing imbalance). Against the "
+        "Fat-tree of equal total bandwidth (= ideal switch) the direct-connect cluster can only "
+        "lose; the gap is what TopoOpt trades for the lower cost.",
+        "",
+    ]
+
+
 def write_table(df: pd.DataFrame, out_dir, tc: TableConfig) -> None:
     """``table.csv`` (all columns) and ``table.md`` (times in ms, notes on provenance)."""
     out = Path(out_dir)
@@ -164,5 +190,6 @@ def write_table(df: pd.DataFrame, out_dir, tc: TableConfig) -> None:
         "",
         show.to_markdown(index=False),
         "",
+        *_paper_note(df, tc),
     ]
     (out / "table.md").write_text("\n".join(notes))

@@ -188,7 +188,7 @@ def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes,
 @main.command("cooptimize-table")
 @click.option("--out", "out", type=click.Path(file_okay=False), default="results/workloads",
               show_default=True, help="Directory for table.md and table.csv.")
-@click.option("--budget", type=int, default=1000, show_default=True, help="MCMC steps per row.")
+@click.option("--budget", type=int, default=2000, show_default=True, help="MCMC steps per row.")
 @click.option("--k", "k", type=int, default=50, show_default=True, help="Steps between rebuilds.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--exact-method", default="alloc-milp", show_default=True)
