@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from topoopt_milp import registry
@@ -176,3 +177,37 @@ def test_cpsat_time_limited_run_returns_incumbent_and_bound():
         inst, SolveOptions(objective="diameter", candidates="all", time_limit=1)))
     assert res.status is Status.FEASIBLE
     assert res.objective == 4 and res.bound == 3
+
+
+def _brute_force(inst, objective):
+    """Best value over every feasible jump set (all candidates), by enumeration."""
+    from itertools import combinations
+
+    n, d = inst.n, inst.degree
+    W = select.residue_weights(inst)
+    best = math.inf
+    cands = select.candidate_jumps(n, d, "all")
+    for k in range(1, d + 1):
+        for js in combinations(cands, k):
+            if sum(select.port_cost(n, p) for p in js) != d:
+                continue
+            dist = select.residue_distances(n, js)
+            if not np.isfinite(dist).all():
+                continue
+            best = min(best, dist.max() if objective == "diameter" else float(np.dot(W, dist)))
+    return best
+
+
+@pytest.mark.parametrize(("n", "d", "seed"), [(9, 4, 0), (12, 4, 1), (14, 5, 2), (16, 6, 3)])
+@pytest.mark.parametrize("objective", ["diameter", "total_hops"])
+def test_matches_enumeration_on_random_traffic(n, d, seed, objective):
+    rng = np.random.default_rng(seed)
+    mp = [(i, j, float(rng.integers(1, 50)) * 1e5) for i in range(n) for j in range(n)
+          if i != j and rng.random() < 0.5]
+    inst = make_instance(n, d, B, mp=mp)
+    want = _brute_force(inst, objective)
+    for fn in (select.solve_milp, select.solve_cpsat):
+        res = checked(inst, fn(inst, SolveOptions(objective=objective, candidates="all",
+                                                  time_limit=20)))
+        assert res.status is Status.OPTIMAL
+        assert res.objective == pytest.approx(want, rel=1e-9)

@@ -223,8 +223,9 @@ def _horizon(instance: Instance, objective: str, cands, seed: int) -> tuple[int,
     if objective == "diameter":
         return (int(inc[0]) if inc else n // 2), (inc[1] if inc else None)
     H = max(1, n // 2)
-    Ws = _sym_weights(residue_weights(instance))[1:]
-    wmin = float(Ws.min()) if Ws.size else 0.0
+    # per residue (not per class): sum_{v != 0} W_v dist(v) >= W_min * D^2
+    W = residue_weights(instance)[1:]
+    wmin = float(W.min()) if W.size else 0.0
     if inc and wmin > 0:
         H = min(H, int(math.floor(math.sqrt(inc[0] / wmin) + 1e-9)))
     return max(H, 1), (inc[1] if inc else None)
