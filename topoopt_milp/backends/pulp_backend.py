@@ -394,7 +394,7 @@ def _cbc_status(text: str, problem: pulp.LpProblem, is_mip: bool) -> tuple[Statu
         return Status.INFEASIBLE, result
     if "unbounded" in low:
         return Status.ERROR, f"{result}: the model is unbounded (a formulation bug)"
-    if low.startswith("stopped"):
+    if low.startswith(("stopped", "user ctrl")):  # time/node/solution limits, interrupts
         if _NO_SOL.search(text) or ss == pulp.LpSolutionNoSolutionFound and not _OBJ.search(text):
             return Status.NO_SOLUTION, result
         return Status.FEASIBLE, result
