@@ -21,7 +21,9 @@ envelope of ``mu = tau_r a`` is exact for binary ``a``::
 
     mu <= tau_r,  mu <= a,  mu >= tau_r - (1 - a),  mu >= 0
 
-and the demand from ``u`` to ``v`` is ``e_g / V * mu``. Flows, link variables and the
+and the demand from ``u`` to ``v`` is ``e_g / V * mu``. The successor and predecessor rows
+multiplied by ``tau_r`` (``sum_v mu[u][v] = sum_v mu[v][u] = tau_r``) are valid and keep the
+relaxed ring volume of every member at ``tau_r e_g``. Flows, link variables and the
 port budget are those of :mod:`.alloc`; ``T_comm = V / (B lambda)``.
 
 Symmetry: when the MP demand matrix is symmetric, reversing every ring and every flow maps a
@@ -127,15 +129,21 @@ def build_milp(instance: Instance, options: SolveOptions):
                 net = (pulp.lpSum(phi[u, v] for v in ms if v != u)
                        - pulp.lpSum(phi[v, u] for v in ms if v != u))
                 prob += net == ((k - 1) if u == root else -1), f"scf_{g}_{r}_{u}"
+            mu = {}
             for u, v in permutations(ms, 2):
                 prob += phi[u, v] <= (k - 1) * a[u, v]
                 if u < v:
                     prob += a[u, v] + a[v, u] <= 1
-                mu = pulp.LpVariable(f"mu_{g}_{r}_{u}_{v}", 0, 1)
-                prob += mu <= tau
-                prob += mu <= a[u, v]
-                prob += mu >= tau - 1 + a[u, v]
-                demand[u][v] += grp.edge_bytes / V * mu
+                mu[u, v] = pulp.LpVariable(f"mu_{g}_{r}_{u}_{v}", 0, 1)
+                prob += mu[u, v] <= tau
+                prob += mu[u, v] <= a[u, v]
+                prob += mu[u, v] >= tau - 1 + a[u, v]
+                demand[u][v] += grp.edge_bytes / V * mu[u, v]
+            # the assignment rows times tau (valid: exactly one successor / predecessor
+            # carries tau); they tie the relaxed ring volume to tau and tighten the LP bound
+            for u in ms:
+                prob += pulp.lpSum(mu[u, v] for v in ms if v != u) == tau, f"mu_out_{g}_{r}_{u}"
+                prob += pulp.lpSum(mu[v, u] for v in ms if v != u) == tau, f"mu_in_{g}_{r}_{u}"
             arcs[g, r] = a
             shares[g, r] = tau
     if free and np.allclose(mp, mp.T) and options.extra.get("symmetry", True):
@@ -168,6 +176,19 @@ def _rings_from(instance: Instance, free, R: int, succ_of, share_of) -> list[Rin
     return rings
 
 
+def _ring_start(instance: Instance, parts) -> dict[str, float]:
+    """MIP start for the ring arcs: ring 0 ascending members, ring 1 (if any) its reverse --
+    the rings of :func:`~topoopt_milp.topology.default_rings` -- further rings as ring 0."""
+    start = {}
+    for (g, r), arcs in parts["arcs"].items():
+        ms = sorted(instance.allreduce[g].members)
+        order = ms if r != 1 else [ms[0], *reversed(ms[1:])]
+        succ = {order[i]: order[(i + 1) % len(order)] for i in range(len(order))}
+        for (u, v), var in arcs.items():
+            start[var.name] = 1.0 if succ[u] == v else 0.0
+    return start
+
+
 def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     """Links + fractional routing + ring orders as one MILP (PuLP; HiGHS or CBC)."""
     t0 = time.perf_counter()
@@ -179,6 +200,7 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     start = None
     if warm is not None:
         start = {f"x_{i}_{j}": float(warm.links[i, j]) for i, j in combinations(range(n), 2)}
+        start.update(_ring_start(instance, parts))
     out = solve_pulp(prob, options, start)
     runtime = time.perf_counter() - t0
     if not out.status.has_solution:
