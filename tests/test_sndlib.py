@@ -111,3 +111,28 @@ def test_cli_solve_sndlib_reports_congestion(runner, tmp_path, tri):
                                "--method", "route-milp", "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert json.loads(out.read_text())["metrics"]["max_link_utilization"] == pytest.approx(14 / 3)
+
+
+def test_cpsat_with_real_valued_capacities():
+    text = """
+    NODES ( A ( 0 0 ) B ( 1 0 ) C ( 0 1 ) D ( 1 1 ) )
+    LINKS (
+      L1 ( A B ) 2.5 0 0 0 ( )
+      L2 ( B D ) 1.7 0 0 0 ( )
+      L3 ( A C ) 3.3 0 0 0 ( )
+      L4 ( C D ) 0.9 0 0 0 ( )
+      L5 ( B C ) 1.1 0 0 0 ( )
+    )
+    DEMANDS (
+      D1 ( A D ) 1 1.5 UNLIMITED
+      D2 ( B C ) 1 0.7 UNLIMITED
+      D3 ( D A ) 1 0.4 UNLIMITED
+    )"""
+    inst = parse_sndlib(text)
+    milp = route.solve_milp(inst, SolveOptions(variant="unsplittable", k_paths=3, mip_gap=0.0))
+    cp = route.solve_cpsat(inst, SolveOptions(k_paths=3, mip_gap=0.0))
+    assert milp.status is Status.OPTIMAL
+    assert cp.status is Status.FEASIBLE  # capacities rounded: optimal for the rounded model only
+    assert cp.objective == pytest.approx(congestion(inst, cp.routing), rel=1e-12)
+    assert cp.objective <= milp.objective * (1 + 1e-3)
+    assert cp.bound <= milp.objective * (1 + 1e-9)

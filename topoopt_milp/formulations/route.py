@@ -89,6 +89,8 @@ log = logging.getLogger(__name__)
 VARIANTS = ("fractional", "ksp", "unsplittable")
 FORMULATIONS = ("auto", "source", "per-pair", "symmetric")
 INF = math.inf
+CPSAT_MAX_LCM = 10**4  # exact integer objective when lcm(capacities) stays this small
+CPSAT_CAP_UNITS = 10**4  # otherwise: capacity resolution (of the largest capacity)
 
 
 # -- the problem on a fixed topology -------------------------------------------------------
@@ -513,8 +515,11 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     """``route-cpsat``: unsplittable routing over ``k_paths`` candidates with CP-SAT.
 
     Volumes become integers (:func:`_exact.integer_units`, rounded down so the bound stays
-    valid); with integer capacities ``cap(r)`` and ``M = lcm(cap)``, the objective is the
-    integer ``Z >= load(r) * M / cap(r)``, i.e. ``T = Z * scale / (M * cap_unit)`` seconds."""
+    valid); with integer capacities ``cap(r)`` and ``M = lcm(cap)`` (at most
+    ``CPSAT_MAX_LCM``), the objective is the integer ``Z >= load(r) * M / cap(r)``, i.e.
+    ``T = Z * scale / (M * cap_unit)`` seconds. Other capacities (SNDlib's real ones) are
+    rounded up to integers and ``Z`` becomes a ceiling; the result is then at best feasible
+    and its bound stays valid (see the code comments)."""
     t0 = time.perf_counter()
     P = build_problem(instance, options)
     items = _unsplit_items(P)
@@ -524,10 +529,19 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     caps_f = P.res_cap * P.cap_unit if P.shared else P.res_cap
     denom = 1.0 if P.shared else P.cap_unit
     caps = np.round(caps_f).astype(np.int64)
-    if not np.allclose(caps, caps_f) or (caps <= 0).any():
-        raise ValueError("capacity: route-cpsat needs integer link capacities (use --capacity "
-                         "unit for SNDlib files with fractional capacities)")
-    M = math.lcm(*caps.tolist()) if len(caps) else 1
+    M = math.lcm(*caps.tolist()) if len(caps) and (caps > 0).all() else 0
+    if np.allclose(caps, caps_f) and 0 < M <= CPSAT_MAX_LCM:
+        Q, to_s, ceil_slack = M, scale / (M * denom), 0
+    else:
+        # Real-valued (or many different) capacities: round them *up* to integers of
+        # resolution 1/CPSAT_CAP_UNITS of the largest, and let Z >= load * Q / cap; Z is then a
+        # ceiling, so the bound subtracts one unit of Z (both keep the bound valid).
+        cmax = float(caps_f.max())
+        caps = np.ceil(caps_f / cmax * CPSAT_CAP_UNITS - 1e-9).astype(np.int64)
+        Q = CPSAT_CAP_UNITS
+        to_s = scale * CPSAT_CAP_UNITS / (Q * cmax * denom)
+        ceil_slack = 1
+        exact = False
     cands = candidate_paths(P.topology, {(s, t) for s, t, _ in items}, options.k_paths)
     owners, paths, a_idx, c_idx, _w = _path_columns(P, cands, items)
     model = cp_model.CpModel()
@@ -537,15 +551,19 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     arc_of_res = np.full(len(P.arcs), -1)
     for r, arcs in enumerate(P.res_arcs):
         arc_of_res[arcs] = r
-    total = int(units.sum()) * M
+    total = int(units.sum()) * Q
     Z = model.NewIntVar(0, max(1, total), "Z")
     terms: list[list[tuple[int, int]]] = [[] for _ in range(len(P.res_arcs))]
     for a, j in zip(a_idx, c_idx, strict=True):
         terms[arc_of_res[a]].append((j, int(units[owners[j]])))
     for r, tr in enumerate(terms):
-        if tr:
-            mult = M // int(caps[r])
-            model.Add(sum(u * mult * y[j] for j, u in tr if u) <= Z)
+        if not tr:
+            continue
+        load = sum(u * y[j] for j, u in tr if u)
+        if Q % int(caps[r]) == 0:  # exact: Z >= load * Q / cap
+            model.Add(load * (Q // int(caps[r])) <= Z)
+        else:
+            model.Add(load * Q <= int(caps[r]) * Z)
     model.Minimize(Z)
     chosen = _start(P, options, cands, items)
     offsets = np.searchsorted(owners, np.arange(len(items)))
@@ -558,9 +576,8 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
             if solver.Value(var):
                 choice[owners[j]] = j - int(offsets[owners[j]])
         routing = _unsplit_routing(P, cands, choice)
-    to_s = scale / (M * denom)
     obj = outcome.objective * to_s if outcome.objective is not None else None
-    bound = outcome.bound * to_s if outcome.bound is not None else None
+    bound = max(0.0, outcome.bound - ceil_slack) * to_s if outcome.bound is not None else None
     return finish("route-cpsat", P, options, outcome, routing, obj if exact else None, bound,
                   time.perf_counter() - t0, scale=scale, exact_model=exact,
                   note=f"variant=unsplittable; k_paths={options.k_paths}; scale={scale:.6g} bytes/unit")
