@@ -185,7 +185,8 @@ def write_table(df: pd.DataFrame, out_dir, tc: TableConfig) -> None:
         f"cost-equivalent bandwidth (USD per 100G port: NIC {c.nic_port:g}, transceiver "
         f"{c.transceiver:g}, switch port {c.switch_port:g}, patch panel {c.patch_panel_port:g}, "
         f"{c.tiers} tiers; illustrative prices, see `workloads/fabrics.py`); `expander` random "
-        "d-regular graph with member-order rings and shortest paths. Each reference fabric is "
+        "d-regular graph, d/2 nearest-neighbour AllReduce tours per group, shortest paths. Each "
+        "reference fabric is "
         "given the better of the default and co-optimized strategies.",
         "",
         show.to_markdown(index=False),
