@@ -21,6 +21,7 @@ import logging
 import math
 import os
 import re
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -197,6 +198,31 @@ def matrix_to_pulp(model: MatrixModel, name: str = "model") -> pulp.LpProblem:
     return prob
 
 
+_BANNER_SHOWN = False
+
+
+def _new_highs() -> highspy.Highs:
+    """A Highs instance without its start-up banner on stdout.
+
+    HiGHS prints its copyright banner from C++ on the first construction in a process, before
+    any option can be set; it would corrupt machine-readable stdout (``compare --format
+    json``, piped tables). The file descriptor is silenced for that one construction."""
+    global _BANNER_SHOWN
+    if _BANNER_SHOWN:
+        return highspy.Highs()
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 1)
+            h = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    _BANNER_SHOWN = True
+    return h
+
+
 def highs_version() -> str:
     return metadata.version("highspy")
 
@@ -208,7 +234,7 @@ def solve_matrix(
 
     For a MIP the bound is HiGHS's ``mip_dual_bound``; for an LP solved to optimality it is the
     objective itself (optimal within HiGHS's 1e-7 tolerances), otherwise ``None``."""
-    h = highspy.Highs()
+    h = _new_highs()
     h.setOptionValue("output_flag", bool(options.extra.get("solver_log", False)))
     if options.time_limit is not None:
         h.setOptionValue("time_limit", float(options.time_limit))
