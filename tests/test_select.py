@@ -211,3 +211,17 @@ def test_matches_enumeration_on_random_traffic(n, d, seed, objective):
                                                   time_limit=20)))
         assert res.status is Status.OPTIMAL
         assert res.objective == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("objective", ["diameter", "comm_time"])
+def test_warm_start_from_totientperms(objective):
+    if not registry.available("totientperms"):
+        pytest.skip("totientperms not available")
+    inst = a2a(16, 4)
+    warm = registry.solve(inst, "totientperms", SolveOptions())
+    assert select.start_jumps(inst, select.candidate_jumps(16, 4, "coprime"), warm)
+    res = checked(inst, select.solve_milp(inst, SolveOptions(objective=objective, warm_start=warm,
+                                                             time_limit=20)))
+    assert res.status is Status.OPTIMAL
+    warm_value = warm.topology.diameter() if objective == "diameter" else warm.objective
+    assert res.objective <= warm_value * (1 + 1e-9)

@@ -162,19 +162,32 @@ def _score(n: int, jumps, objective: str, W: np.ndarray) -> float:
     return float(np.dot(W, np.where(W > 0, dist, 0.0))) if np.isfinite(dist).all() else math.inf
 
 
-def heuristic_jumps(instance: Instance, cands: list[int], objective: str, seed: int):
-    """Best of TotientPerms and seeded random feasible jump sets under a combinatorial
-    objective (``diameter`` or ``total_hops``); ``None`` if no sample is feasible."""
+def start_jumps(instance: Instance, cands: list[int], warm=None) -> list[tuple[int, ...]]:
+    """Feasible jump sets to start from: the warm start's circulant (``warm``, a
+    :class:`SolveResult`, if its topology is a circulant over these candidates) and
+    TotientPerms' selection."""
     n, d, regular = instance.n, instance.degree, instance.regular
-    pool: list[tuple[int, ...]] = []
+    sets = []
+    topo = None if warm is None else warm.topology
+    if topo is not None and topo.jumps and topo.n == n:
+        js = tuple(sorted({_rep(n, p) for p in topo.jumps}))
+        if (Topology.circulant(n, js).links == topo.links).all():
+            sets.append(js)
     try:
         from ..heuristics.totient import totient_jumps
 
-        tj = tuple(sorted({min(p % n, n - p % n) for p in totient_jumps(n, d)}))
-        if set(tj) <= set(cands) and _feasible(n, d, regular, tj):
-            pool.append(tj)
+        sets.append(tuple(sorted({_rep(n, p) for p in totient_jumps(n, d)})))
     except (ImportError, ValueError):
         pass
+    return [js for js in sets if set(js) <= set(cands) and _feasible(n, d, regular, js)]
+
+
+def heuristic_jumps(instance: Instance, cands: list[int], objective: str, seed: int, warm=None):
+    """Best of the start sets (warm start, TotientPerms) and seeded random feasible jump sets
+    under a combinatorial objective (``diameter`` or ``total_hops``); ``None`` if none is
+    feasible."""
+    n, d, regular = instance.n, instance.degree, instance.regular
+    pool: list[tuple[int, ...]] = start_jumps(instance, cands, warm)
     rng = np.random.default_rng(seed)
     half = [p for p in cands if 2 * p == n]
     full = [p for p in cands if 2 * p != n]
@@ -216,10 +229,10 @@ def _max_jumps(n: int, d: int, cands: list[int]) -> int:
     return k + int(half)
 
 
-def _horizon(instance: Instance, objective: str, cands, seed: int) -> tuple[int, tuple | None]:
+def _horizon(instance: Instance, objective: str, cands, seed: int, warm=None):
     """Largest hop layer ``H`` the reach model needs (see module docstring) and the incumbent."""
     n = instance.n
-    inc = heuristic_jumps(instance, cands, objective, seed)
+    inc = heuristic_jumps(instance, cands, objective, seed, warm)
     if objective == "diameter":
         return (int(inc[0]) if inc else n // 2), (inc[1] if inc else None)
     H = max(1, n // 2)
@@ -459,7 +472,7 @@ def _solve(instance: Instance, options: SolveOptions, backend: str) -> SolveResu
     rings = default_rings(instance)
     if objective == "comm_time":
         return _solve_flow(instance, options, backend, method, cands, rings, t0)
-    H, inc = _horizon(instance, objective, cands, options.seed)
+    H, inc = _horizon(instance, objective, cands, options.seed, options.warm_start)
     m_max = _max_jumps(n, d, cands)
     W = residue_weights(instance)
     wsym = _sym_weights(W)
@@ -531,7 +544,8 @@ def _solve_flow(instance, options, backend, method, cands, rings, t0) -> SolveRe
     symmetric = _rotation_invariant(D)
     sources = [0] if symmetric else [s for s in range(n) if D[s].sum() > 0]
     w = D / V
-    warm = options.extra.get("warm_jumps")
+    starts = start_jumps(instance, cands, options.warm_start)
+    warm = starts[0] if starts else None
     if backend == "milp":
         prob, y, lam, f = build_flow_milp(n, d, regular, cands, w, sources, symmetric)
         hint = {f"y_{p}": float(p in warm) for p in cands} if warm else None
@@ -554,7 +568,7 @@ def _solve_flow(instance, options, backend, method, cands, rings, t0) -> SolveRe
     res = int(options.extra.get("flow_resolution", CPSAT_FLOW_RESOLUTION))
     units, scale = units * res, scale / res
     model, y, U, f = build_flow_cpsat(n, d, regular, cands, units, sources, symmetric)
-    out, solver = _run_cpsat(model, options, None)
+    out, solver = _run_cpsat(model, options, {y[p]: float(p in warm) for p in cands} if warm else None)
     runtime = time.perf_counter() - t0
     if not out.status.has_solution:
         return _exact.failed_result(method, options, out, runtime)
