@@ -43,13 +43,20 @@ classes could contradict each other.
 Warm start: ``options.warm_start`` or, when it is ``None``, the ``topologyfinder`` heuristic
 (if available) -- its links become a MIP start / CP-SAT hint when they fit ``cap``.
 
-CP-SAT (``solve_cpsat``): integer links, and every commodity pair ``(s, t)`` takes *one* path
-among the ``options.k_paths`` shortest paths of the complete graph ``K_n`` (ties broken by
-node order; ``options.extra["cpsat_paths"] = "two_hop"`` uses all paths of at most two hops);
-a chosen path forces ``x_e >= 1`` on its links. Volumes are integer units (rounded down,
+CP-SAT (``solve_cpsat``): integer links, and every commodity pair ``(s, t)`` is cut into
+``P = options.extra["cpsat_splits"]`` equal pieces (default 1: unsplittable), each taking one
+path among the ``options.k_paths`` shortest paths of the complete graph ``K_n`` (ties broken
+by node order; ``options.extra["cpsat_paths"] = "two_hop"`` uses all paths of at most two
+hops); a used path forces ``x_e >= 1`` on its links. Volumes are integer units (rounded down,
 ``scale`` recorded), the load of arc ``a`` is at most ``U x_a`` via the value indicators of
-``x_a``, and ``T = U scale / B``. This is a restricted (unsplittable, path-limited) problem:
-its optimum can exceed the fractional MILP optimum, and its bound is valid for that problem.
+``x_a`` (``U`` in ``1 / (lcm(1..cap) P)`` units, exact), and ``T = U scale / B``. This is a
+restricted problem (path-limited, splits in multiples of ``1/P``): its optimum can exceed the
+fractional MILP optimum, its bound is valid for the restricted problem only, and its
+infeasibility is reported as ``no_solution``. Ring orders are given (``"given"`` or
+``"totient"``); choosing them is the joint family's job.
+
+A solver stopped by its time limit without a solution returns the warm-start topology with
+shortest-path routing (status ``feasible``) rather than nothing.
 """
 
 from __future__ import annotations
