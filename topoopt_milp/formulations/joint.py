@@ -33,10 +33,15 @@ together with the share ordering: reversal keeps the shares).
 
 CP-SAT. Ring arcs as literals under ``AddCircuit`` (one circuit per ring over the members;
 the ``R`` rings of a group carry equal shares ``1/R``),
-integer links with value indicators, and one path per commodity among the candidate paths of
-the complete graph (:func:`.alloc.candidate_paths`); a ring edge's path is chosen iff its arc
-literal is true. Volumes are integer units (scale recorded) as in ``alloc-cpsat``; the
-optimum is that of the unsplittable, path-restricted problem.
+integer links with value indicators, and for every commodity ``cpsat_splits`` pieces (default
+1) each on one of the candidate paths of the complete graph (:func:`.alloc.candidate_paths`);
+a ring edge is routed iff its arc literal is true. Volumes are integer units (scale recorded)
+as in ``alloc-cpsat``; the optimum is that of this restricted problem (equal ring shares,
+candidate paths, pieces), which can exceed the MILP optimum.
+
+Known issue: CBC 2.10 (bundled with PuLP 3.3) stops this MILP at the root node after a
+heuristic solution and claims optimality at a worse value (see
+``tests/test_joint.py::test_cbc_joint_optimality_claim``); use HiGHS, the default.
 
 Rings are returned as :class:`~topoopt_milp.topology.Ring` objects in the routing, so the
 independent checker verifies that each is a permutation of its group.
