@@ -179,14 +179,14 @@ def test_cpsat_time_limited_run_returns_incumbent_and_bound():
     assert res.objective == 4 and res.bound == 3
 
 
-def _brute_force(inst, objective):
-    """Best value over every feasible jump set (all candidates), by enumeration."""
+def _brute_force(inst, objective, mode="all"):
+    """Best value over every feasible jump set, by enumeration."""
     from itertools import combinations
 
     n, d = inst.n, inst.degree
     W = select.residue_weights(inst)
     best = math.inf
-    cands = select.candidate_jumps(n, d, "all")
+    cands = select.candidate_jumps(n, d, mode)
     for k in range(1, d + 1):
         for js in combinations(cands, k):
             if sum(select.port_cost(n, p) for p in js) != d:
@@ -225,3 +225,17 @@ def test_warm_start_from_totientperms(objective):
     assert res.status is Status.OPTIMAL
     warm_value = warm.topology.diameter() if objective == "diameter" else warm.objective
     assert res.objective <= warm_value * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(("n", "d"), [(16, 4), (20, 6), (24, 4), (30, 6), (32, 8)])
+@pytest.mark.parametrize("objective", ["diameter", "total_hops"])
+def test_coprime_parity_cuts_match_enumeration(n, d, objective):
+    # even n, odd jumps: the per-parity counting cuts are active
+    assert select.parity_cuts(n, select.candidate_jumps(n, d, "coprime"))
+    inst = a2a(n, d)
+    want = _brute_force(inst, objective, "coprime")
+    for fn in (select.solve_milp, select.solve_cpsat):
+        res = checked(inst, fn(inst, SolveOptions(objective=objective, candidates="coprime",
+                                                  time_limit=20, extra={"symmetry": False})))
+        assert res.status is Status.OPTIMAL
+        assert res.objective == pytest.approx(want, rel=1e-9)

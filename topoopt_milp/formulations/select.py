@@ -25,7 +25,11 @@ Reach model (objectives ``diameter`` and ``total_hops``). ``r[h][v] = 1`` may ho
 ``Ball(m, h) = sum_i 2^i C(m, i) C(h, i)`` counts the points of ``Z^m`` within L1 radius
 ``h``; the residues within ``h`` hops are an image of that ball, so the cut is valid, and it
 is the Moore-type bound that makes the LP relaxation tight (for ``m = 2`` it gives the
-Boesch-Wang value ``ceil((sqrt(2n-1)-1)/2)`` directly). ``m`` is the largest number of jumps
+Boesch-Wang value ``ceil((sqrt(2n-1)-1)/2)`` directly). When ``n`` is even and every
+candidate is odd (``coprime`` on even ``n``), a residue's parity equals the parity of every
+walk to it, so the cut also holds per parity class with the lattice points of even / odd
+norm (e.g. ``n = 128, d = 8``: 64 even residues but only 33 even points within 3 hops, so
+diameter >= 4 follows from the LP). ``m`` is the largest number of jumps
 the port budget allows. Any model solution has ``r`` at most the true reachability, and the
 true reachability is a model solution, so:
 
@@ -117,6 +121,17 @@ def port_cost(n: int, p: int) -> int:
 def ball(m: int, h: int) -> int:
     """Points of ``Z^m`` within L1 distance ``h`` of the origin."""
     return sum(2**i * math.comb(m, i) * math.comb(h, i) for i in range(min(m, h) + 1))
+
+
+def ball_parity(m: int, h: int, parity: int) -> int:
+    """Points of ``Z^m`` within L1 distance ``h`` whose L1 norm has the given parity."""
+    return sum(ball(m, j) - (ball(m, j - 1) if j else 0) for j in range(parity, h + 1, 2))
+
+
+def parity_cuts(n: int, cands: list[int]) -> bool:
+    """Whether every candidate jump is odd on an even ``n``: then a residue's parity is the
+    parity of the number of hops to it, and the counting cut applies per parity class."""
+    return n % 2 == 0 and all(p % 2 for p in cands)
 
 
 def residue_distances(n: int, jumps: Sequence[int]) -> np.ndarray:
@@ -293,6 +308,10 @@ def build_reach_milp(n, d, regular, cands, H, objective, wsym, m_max, fix_one=Fa
             if h > 1:
                 prob += r[h - 1][v] <= layer[v]
         prob += pulp.lpSum(_mult(n, v) * layer[v] for v in reps[1:]) <= ball(m_max, h) - 1
+        if parity_cuts(n, cands):
+            for par in (0, 1):
+                prob += pulp.lpSum(_mult(n, v) * layer[v] for v in reps[1:] if v % 2 == par) \
+                    <= ball_parity(m_max, h, par) - (1 - par)
         r.append(layer)
     if objective == "diameter":
         w = [pulp.LpVariable(f"w_{h}", cat=pulp.LpBinary) for h in range(H)]
@@ -343,6 +362,10 @@ def build_reach_cpsat(n, d, regular, cands, H, objective, wunits, m_max, fix_one
             if h > 1:
                 m.AddImplication(r[h - 1][v], layer[v])
         m.Add(sum(_mult(n, v) * layer[v] for v in reps[1:]) <= ball(m_max, h) - 1)
+        if parity_cuts(n, cands):
+            for par in (0, 1):
+                m.Add(sum(_mult(n, v) * layer[v] for v in reps[1:] if v % 2 == par)
+                      <= ball_parity(m_max, h, par) - (1 - par))
         r.append(layer)
     for v in reps[1:]:
         m.Add(r[H][v] == 1)
