@@ -35,7 +35,7 @@ true reachability is a model solution, so:
 
 * ``diameter``: ``w[h] <= r[h][v]`` for all ``v``, ``w[H] = 1``, minimise
   ``sum_{h<H} (1 - w[h])`` = the first ``h`` reaching everything. ``H`` is the diameter of the
-  best heuristic set (TotientPerms, seeded random samples): a valid upper bound.
+  best starting set (warm start, TotientPerms, seeded random samples): a valid upper bound.
 * ``total_hops``: ``r[H][v] = 1`` (connected), minimise
   ``sum_v W_v sum_{h<H} (1 - r[h][v]) = sum_v W_v dist(v)`` with ``W_v`` the bytes whose
   residue is ``+-v`` (MP demands and the ring edges of the default ring orders). ``H``: every
@@ -64,12 +64,15 @@ routed with source-aggregated arc flows ``f[s][i, i+c]`` over the coins ``c = +-
 routing over the ``n`` rotations keeps it optimal, so one source suffices and arc type ``c``
 carries ``sum_i f[0][i, i+c]`` (the circulant symmetric reduction); otherwise every source
 gets its flows. CP-SAT solves the same flow model in integer volume units (scale recorded,
-volumes rounded down so its bound stays valid; splits restricted to multiples of one unit);
-it is meant for small instances.
+volumes rounded down, ``extra["flow_resolution"]`` = 12 units per smallest demand unit): its
+optimum and bound are those of that integer model, which can lie slightly above the
+fractional optimum; it is meant for small instances.
 
 Every result carries the chosen circulant (``Topology.jumps``) and a routing: the model's
-flows (comm_time) or shortest paths (diameter, total_hops; ``params`` gets ``diameter`` and
-``avg_hops``). AllReduce rings are those of :func:`~topoopt_milp.topology.default_rings`.
+flows (comm_time) or ``options.routing`` (shortest by default; diameter, total_hops;
+``params`` gets ``diameter`` and ``avg_hops``). A run stopped without a solution returns its
+starting set (warm start, TotientPerms or the best random sample) with status ``feasible``.
+AllReduce rings are those of :func:`~topoopt_milp.topology.default_rings`.
 """
 
 from __future__ import annotations
