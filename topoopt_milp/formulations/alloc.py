@@ -82,6 +82,9 @@ from . import _exact
 log = logging.getLogger(__name__)
 
 RING_MODES = ("given", "totient", "choose")
+# integer units per largest commodity (extra["cpsat_units"]); rounding down costs at most
+# 1e-6 of a commodity, below the 1e-5 tolerance at which optimality is still claimed
+CPSAT_UNITS = 10**6
 
 
 # -- building blocks shared with the joint family -------------------------------------------------
@@ -404,7 +407,8 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     rings = _rings(instance, mode)
     D = _exact.demand_matrix(instance, rings)
     pairs = [(int(s), int(t)) for s, t in zip(*np.nonzero(D), strict=True)]
-    units, scale, exact = _exact.integer_units(np.array([D[p] for p in pairs]), 10**5)
+    units, scale, exact = _exact.integer_units(np.array([D[p] for p in pairs]),
+                                                int(options.extra.get("cpsat_units", CPSAT_UNITS)))
     m = cp_model.CpModel()
     x, z = link_vars_cpsat(m, n, d, instance.regular, cap)
     pmode = options.extra.get("cpsat_paths", "ksp")

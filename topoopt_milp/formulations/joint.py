@@ -65,6 +65,7 @@ from ..result import SolveOptions, SolveResult
 from ..topology import Ring, Topology, default_rings
 from . import _exact
 from .alloc import (
+    CPSAT_UNITS,
     _cap,
     candidate_paths,
     chosen_paths,
@@ -253,7 +254,8 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     # free groups: R rings of equal share 1/R (identical rings allowed: one ring, full share)
     vols = [mp[p] for p in mp_pairs] + [grp.edge_bytes / (R if g in free else 1)
                                         for g, grp in enumerate(instance.allreduce)]
-    units, scale, exact = _exact.integer_units(np.array(vols, dtype=float), 10**5)
+    units, scale, exact = _exact.integer_units(np.array(vols, dtype=float),
+                                                int(options.extra.get("cpsat_units", CPSAT_UNITS)))
     mp_units, ar_units = units[: len(mp_pairs)], units[len(mp_pairs):]
     m = cp_model.CpModel()
     x, z = link_vars_cpsat(m, n, d, instance.regular, cap)
