@@ -59,10 +59,8 @@ def run(method: str, inst, **opts) -> dict:
     t0 = time.perf_counter()
     res = registry.solve(inst, method, SolveOptions(**opts))
     wall = time.perf_counter() - t0
-    problems = ["no solution"]
-    if res.topology is not None:
-        sol = solution_dict(res, inst, evaluate(inst, res.topology, res.routing))
-        problems = check_solution(inst.to_dict(), sol)
+    metrics = None if res.topology is None else evaluate(inst, res.topology, res.routing)
+    problems = check_solution(inst.to_dict(), solution_dict(res, inst, metrics))
     row = {
         "method": method, "instance": inst.name, "n": inst.n, "d": inst.degree,
         "opts": {k: v for k, v in opts.items() if k != "extra"} | opts.get("extra", {}),

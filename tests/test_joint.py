@@ -121,10 +121,18 @@ def test_restricted_cpsat_infeasibility_is_not_claimed():
     # the problem itself (the MILP solves it)
     inst = make_instance(6, 2, 1.0, allreduce=[(range(6), S)],
                          mp=[(0, 2, S), (0, 3, S), (0, 4, S)])
+    extra = {"max_multiplicity": 1, "auto_warm_start": False}
     res = checked(inst, joint.solve_cpsat(inst, SolveOptions(k_paths=1, time_limit=10,
-                                                              extra={"max_multiplicity": 1})))
+                                                              extra=extra)))
     assert res.status is Status.NO_SOLUTION
     assert res.topology is None
+    # with a warm start, that start is returned instead of nothing
+    warm = joint.solve_milp(inst, SolveOptions(time_limit=10, extra=extra))
+    res = checked(inst, joint.solve_cpsat(inst, SolveOptions(k_paths=1, time_limit=10,
+                                                              warm_start=warm, extra=extra)))
+    assert res.status is Status.FEASIBLE
+    assert "restricted model" in res.message
+    assert (res.topology.links == warm.topology.links).all()
 
 
 @pytest.mark.parametrize(("make", "splits", "want"), [(ring3, 3, 8 / 9), (ring4, 4, 9 / 8)])

@@ -191,14 +191,17 @@ def fallback_result(
     rings: Sequence[Ring],
     runtime: float,
     bound_s: float | None = None,
+    restricted: bool = False,
 ) -> SolveResult | None:
     """The incumbent a solver failed to improve on: ``topology`` (a warm start) with
     shortest-path routing, status ``feasible``; ``None`` when there is no usable topology.
 
     DESIGN: a time-limited run returns its incumbent and bound, never nothing. When the solver
     stops without a solution but a heuristic topology was given to it as a start, that start
-    *is* the incumbent."""
-    if topology is None or outcome.status not in (Status.NO_SOLUTION,):
+    *is* the incumbent. For a ``restricted`` model (candidate paths) an infeasible model is
+    treated the same way: the restriction, not the problem, has no solution."""
+    allowed = (Status.NO_SOLUTION, Status.INFEASIBLE) if restricted else (Status.NO_SOLUTION,)
+    if topology is None or outcome.status not in allowed:
         return None
     try:
         routing = route(instance, topology, rings, "shortest", options.seed)
@@ -211,8 +214,9 @@ def fallback_result(
         method=method, status=Status.FEASIBLE, objective=obj, bound=bound_s, runtime_s=runtime,
         topology=topology, routing=routing, seed=options.seed, params=options.as_params(),
         backend=outcome.backend, backend_version=outcome.version, objective_kind="comm_time",
-        message=f"{outcome.message}; solver found no solution in time: warm-start topology "
-        "returned with shortest-path routing",
+        message=f"{outcome.message}; solver found no solution"
+        f"{' in the restricted model' if outcome.status is Status.INFEASIBLE else ' in time'}: "
+        "warm-start topology returned with shortest-path routing",
     )
 
 

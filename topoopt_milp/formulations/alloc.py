@@ -423,7 +423,8 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     out, solver = _run_cpsat(m, options, hint)
     runtime = time.perf_counter() - t0
     if not out.status.has_solution:
-        fb = _exact.fallback_result("alloc-cpsat", instance, options, out, warm, rings, runtime)
+        fb = _exact.fallback_result("alloc-cpsat", instance, options, out, warm, rings, runtime,
+                                    restricted=True)
         return fb or _exact.failed_result("alloc-cpsat", options, out, runtime, restricted=True)
     L = np.zeros((n, n), dtype=np.int64)
     for i, j in combinations(range(n), 2):

@@ -296,7 +296,7 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     runtime = time.perf_counter() - t0
     if not out.status.has_solution:
         fb = _exact.fallback_result("joint-cpsat", instance, options, out, warm,
-                                    default_rings(instance), runtime)
+                                    default_rings(instance), runtime, restricted=True)
         return fb or _exact.failed_result("joint-cpsat", options, out, runtime, restricted=True)
     L = np.zeros((n, n), dtype=np.int64)
     for i, j in combinations(range(n), 2):
