@@ -92,7 +92,7 @@ def link_vars_milp(prob, n: int, d: int, regular: bool, cap: int) -> dict[tuple[
     """``x[i, j]`` (``i < j``) with the port budget; ``x[j, i]`` is the same variable."""
     x = {}
     for i, j in combinations(range(n), 2):
-        x[i, j] = x[j, i] = pulp.LpVariable(f"x_{i}_{j}", 0, cap, cat=pulp.LpInteger)
+        x[i, j] = x[j, i] = prob.add_variable(f"x_{i}_{j}", 0, cap, cat=pulp.LpInteger)
     for i in range(n):
         ports = pulp.lpSum(x[i, j] for j in range(n) if j != i)
         prob += (ports == d) if regular else (ports <= d), f"ports_{i}"
@@ -106,7 +106,7 @@ def flow_vars_milp(prob, n: int, x, demand: dict[int, dict[int, object]]):
     for s, row in demand.items():
         for i, j in permutations(range(n), 2):
             if j != s:  # no flow ever needs to re-enter its source
-                f[s, i, j] = pulp.LpVariable(f"f_{s}_{i}_{j}", 0)
+                f[s, i, j] = prob.add_variable(f"f_{s}_{i}_{j}", 0)
         for v in range(n):
             if v == s:
                 continue
@@ -203,7 +203,7 @@ def build_milp(instance: Instance, options: SolveOptions):
     V = _exact.volume_unit(instance)
     mode = options.extra.get("rings", "given")
     prob = pulp.LpProblem("alloc", pulp.LpMaximize)
-    lam = pulp.LpVariable("lam", 0, 1)
+    lam = prob.add_variable("lam", 0, 1)
     prob.setObjective(lam)
     x = link_vars_milp(prob, n, d, instance.regular, _cap(instance, options))
     demand: dict[int, dict[int, object]] = defaultdict(lambda: defaultdict(float))
@@ -217,7 +217,7 @@ def build_milp(instance: Instance, options: SolveOptions):
             if grp.edge_bytes <= 0:
                 continue
             orders = totient_orders(grp.members)
-            taus = [pulp.LpVariable(f"tau_{g}_{c}", 0) for c in range(len(orders))]
+            taus = [prob.add_variable(f"tau_{g}_{c}", 0) for c in range(len(orders))]
             prob += pulp.lpSum(taus) == lam, f"shares_{g}"
             for order, tau in zip(orders, taus, strict=True):
                 ring_terms.append((g, order, tau))

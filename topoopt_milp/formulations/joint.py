@@ -99,7 +99,7 @@ def build_milp(instance: Instance, options: SolveOptions):
     n, d = instance.n, instance.degree
     V = _exact.volume_unit(instance)
     prob = pulp.LpProblem("joint", pulp.LpMaximize)
-    lam = pulp.LpVariable("lam", 0, 1)
+    lam = prob.add_variable("lam", 0, 1)
     prob.setObjective(lam)
     x = link_vars_milp(prob, n, d, instance.regular, _cap(instance, options))
     demand: dict[int, dict[int, object]] = defaultdict(lambda: defaultdict(float))
@@ -120,14 +120,14 @@ def build_milp(instance: Instance, options: SolveOptions):
         grp = instance.allreduce[g]
         ms, k = list(grp.members), len(grp.members)
         root = ms[0]
-        taus = [pulp.LpVariable(f"tau_{g}_{r}", 0, 1) for r in range(R)]
+        taus = [prob.add_variable(f"tau_{g}_{r}", 0, 1) for r in range(R)]
         prob += pulp.lpSum(taus) == lam, f"shares_{g}"
         for r in range(1, R):
             prob += taus[r - 1] >= taus[r], f"ring_order_{g}_{r}"  # rings are interchangeable
         for r, tau in enumerate(taus):
-            a = {(u, v): pulp.LpVariable(f"a_{g}_{r}_{u}_{v}", cat=pulp.LpBinary)
+            a = {(u, v): prob.add_variable(f"a_{g}_{r}_{u}_{v}", cat=pulp.LpBinary)
                  for u, v in permutations(ms, 2)}
-            phi = {(u, v): pulp.LpVariable(f"phi_{g}_{r}_{u}_{v}", 0, k - 1)
+            phi = {(u, v): prob.add_variable(f"phi_{g}_{r}_{u}_{v}", 0, k - 1)
                    for u, v in permutations(ms, 2)}
             for u in ms:
                 prob += pulp.lpSum(a[u, v] for v in ms if v != u) == 1, f"succ_{g}_{r}_{u}"
@@ -140,7 +140,7 @@ def build_milp(instance: Instance, options: SolveOptions):
                 prob += phi[u, v] <= (k - 1) * a[u, v]
                 if u < v:
                     prob += a[u, v] + a[v, u] <= 1
-                mu[u, v] = pulp.LpVariable(f"mu_{g}_{r}_{u}_{v}", 0, 1)
+                mu[u, v] = prob.add_variable(f"mu_{g}_{r}_{u}_{v}", 0, 1)
                 prob += mu[u, v] <= tau
                 prob += mu[u, v] <= a[u, v]
                 prob += mu[u, v] >= tau - 1 + a[u, v]

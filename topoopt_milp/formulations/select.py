@@ -286,7 +286,7 @@ def fix_unit_jump(n: int, cands: list[int], mode: str, objective: str, W: np.nda
 def build_reach_milp(n, d, regular, cands, H, objective, wsym, m_max, fix_one=False):
     """PuLP reach model (module docstring); returns ``(problem, y, r)``."""
     prob = pulp.LpProblem("select_reach", pulp.LpMinimize)
-    y = {p: pulp.LpVariable(f"y_{p}", cat=pulp.LpBinary) for p in cands}
+    y = {p: prob.add_variable(f"y_{p}", cat=pulp.LpBinary) for p in cands}
     ports = pulp.lpSum(port_cost(n, p) * y[p] for p in cands)
     prob += (ports == d) if regular else (ports <= d), "ports"
     if fix_one:
@@ -296,14 +296,14 @@ def build_reach_milp(n, d, regular, cands, H, objective, wsym, m_max, fix_one=Fa
     for h in range(1, H + 1):
         layer = {0: 1}
         for v in reps[1:]:
-            layer[v] = pulp.LpVariable(f"r_{h}_{v}", cat=pulp.LpBinary)
+            layer[v] = prob.add_variable(f"r_{h}_{v}", cat=pulp.LpBinary)
         for v in reps[1:]:
             qs = []
             for p in cands:
                 a, b = r[h - 1][_rep(n, v - p)], r[h - 1][_rep(n, v + p)]
                 if isinstance(a, int) and isinstance(b, int) and a + b == 0:
                     continue
-                q = pulp.LpVariable(f"q_{h}_{v}_{p}", 0, 1)
+                q = prob.add_variable(f"q_{h}_{v}_{p}", 0, 1)
                 prob += q <= y[p]
                 prob += q <= a + b
                 qs.append(q)
@@ -317,7 +317,7 @@ def build_reach_milp(n, d, regular, cands, H, objective, wsym, m_max, fix_one=Fa
                     <= ball_parity(m_max, h, par) - (1 - par)
         r.append(layer)
     if objective == "diameter":
-        w = [pulp.LpVariable(f"w_{h}", cat=pulp.LpBinary) for h in range(H)]
+        w = [prob.add_variable(f"w_{h}", cat=pulp.LpBinary) for h in range(H)]
         for h in range(1, H):
             for v in reps[1:]:
                 prob += w[h] <= r[h][v]
@@ -408,13 +408,13 @@ def _rotation_invariant(D: np.ndarray) -> bool:
 def build_flow_milp(n, d, regular, cands, w, sources, symmetric):
     """PuLP max-concurrent-flow model with switchable rings; ``w[s][t]`` in units ``V``."""
     prob = pulp.LpProblem("select_flow", pulp.LpMaximize)
-    y = {p: pulp.LpVariable(f"y_{p}", cat=pulp.LpBinary) for p in cands}
+    y = {p: prob.add_variable(f"y_{p}", cat=pulp.LpBinary) for p in cands}
     ports = pulp.lpSum(port_cost(n, p) * y[p] for p in cands)
     prob += (ports == d) if regular else (ports <= d), "ports"
-    lam = pulp.LpVariable("lam", 0, 1)  # ideal-switch bound: T >= 1 unit for any topology
+    lam = prob.add_variable("lam", 0, 1)  # ideal-switch bound: T >= 1 unit for any topology
     prob.setObjective(lam)
     coins = _coins(n, cands)
-    f = {(s, i, c): pulp.LpVariable(f"f_{s}_{i}_{c}", 0) for s in sources for i in range(n)
+    f = {(s, i, c): prob.add_variable(f"f_{s}_{i}_{c}", 0) for s in sources for i in range(n)
          for c, _ in coins}
     for s in sources:
         for v in range(n):
