@@ -126,7 +126,7 @@ def _ring_wrong_members(sol):
 
 
 def _half_share(sol):
-    sol["routing"]["rings"][0]["share"] = 0.5
+    sol["routing"]["rings"][0]["share"] = 0.25  # default rings: two at 0.5 each
 
 
 def _missing_ring(sol):
@@ -178,7 +178,7 @@ BREAKAGES = {
     ),
     "dropped ring edge": (
         _drop_ring_edge,
-        "commodities: ar 0 0->2 routes 0.0 bytes, traffic needs 400000000.0",
+        "commodities: ar 0 0->2 routes 0.0 bytes, traffic needs 200000000.0",
     ),
     "wrong bytes": (_wrong_bytes, "commodities: mp 0 0->3 routes 20000000.0 bytes, traffic needs 10000000.0"),
     "ring not a permutation": (
@@ -186,7 +186,7 @@ BREAKAGES = {
         "routing.rings[0]: order is not a permutation of group 0",
     ),
     "ring of other nodes": (_ring_wrong_members, "routing.rings[0]: order is not a permutation of group 0"),
-    "ring shares not summing to 1": (_half_share, "routing.rings: shares of group 0 sum to 0.5, not 1"),
+    "ring shares not summing to 1": (_half_share, "routing.rings: shares of group 0 sum to 0.75, not 1"),
     "group without ring": (_missing_ring, "routing.rings: shares of group 0 sum to 0.0, not 1"),
     "objective off": (_inflated_objective, "objective: "),
     "metrics off": (_stale_metrics, "metrics.comm_time_s: "),

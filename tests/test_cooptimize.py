@@ -33,8 +33,9 @@ def test_fast_comm_matches_the_cost_model_on_unique_shortest_paths():
     topo = Topology.circulant(n, [1])
     exact = comm_time(inst, topo, route(inst, topo, default_rings(inst), "shortest"))
     demand = inst.mp_matrix()
-    for a, b in ((0, 2), (2, 4), (4, 0)):
-        demand[a, b] += inst.allreduce[0].edge_bytes
+    for a, b in ((0, 2), (2, 4), (4, 0)):  # default rings: both directions, half each
+        demand[a, b] += inst.allreduce[0].edge_bytes / 2
+        demand[b, a] += inst.allreduce[0].edge_bytes / 2
     assert FastComm(topo, inst.link_bytes_per_s)(demand) == pytest.approx(exact)
     # an unreachable demand is infinitely slow
     split = Topology.from_link_list(4, [[0, 1, 1], [2, 3, 1]])

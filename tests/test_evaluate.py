@@ -42,7 +42,7 @@ from topoopt_milp.evaluate import (
 )
 from topoopt_milp.heuristics.routing import route
 from topoopt_milp.instance import make_instance
-from topoopt_milp.topology import Commodity, Routing, Topology, default_rings
+from topoopt_milp.topology import Commodity, Ring, Routing, Topology, default_rings
 
 B_BYTES = 3.7e6  # bytes per ordered pair: realistic, and not a power of two
 GBPS = 100.0
@@ -156,17 +156,22 @@ def test_parallel_links_add_capacity():
 
 
 def test_allreduce_ring_edges_on_matching_ring():
-    # One AllReduce over all n servers of S bytes with the ring order 0..n-1 on the ring
-    # topology: each arc i -> i+1 carries exactly one ring edge, 2 (n-1)/n S bytes.
+    # One AllReduce over all n servers of S bytes, default rings (0..n-1 and its reverse at
+    # half share each) on the ring topology: each arc carries half a ring edge in each
+    # direction, (n-1)/n S bytes -- the ideal-switch time 2 (n-1)/n S / (2 B).
     n, S = 8, 1.2e9
     inst = make_instance(n, 2, GBPS, allreduce=[(range(n), S)])
     topo = Topology.circulant(n, [1])
     r = route(inst, topo, default_rings(inst), "shortest")
     loads = arc_loads(n, r)
     for i in range(n):
-        assert loads[i, (i + 1) % n] == pytest.approx(2 * (n - 1) / n * S, rel=1e-15)
-        assert loads[(i + 1) % n, i] == 0
-    assert comm_time(inst, topo, r) == pytest.approx(2 * (n - 1) / n * S / RATE, rel=1e-12)
+        assert loads[i, (i + 1) % n] == pytest.approx((n - 1) / n * S, rel=1e-15)
+        assert loads[(i + 1) % n, i] == pytest.approx((n - 1) / n * S, rel=1e-15)
+    assert comm_time(inst, topo, r) == pytest.approx((n - 1) / n * S / RATE, rel=1e-12)
+    assert comm_time(inst, topo, r) == pytest.approx(ideal_switch_time(inst), rel=1e-12)
+    # one direction only (a single ring): twice as long
+    one_way = route(inst, topo, (Ring(0, tuple(range(n)), 1.0),), "shortest")
+    assert comm_time(inst, topo, one_way) == pytest.approx(2 * (n - 1) / n * S / RATE, rel=1e-12)
 
 
 def test_load_on_missing_link_is_infinite():

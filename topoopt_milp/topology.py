@@ -193,8 +193,21 @@ class Routing:
 
 
 def default_rings(instance: Instance) -> tuple[Ring, ...]:
-    """One ring per AllReduce group in the order its members are listed."""
-    return tuple(Ring(gi, tuple(g.members), 1.0) for gi, g in enumerate(instance.allreduce))
+    """The plain bidirectional ring of every AllReduce group: members in ascending order,
+    half the volume each way round (``m0 -> m1 -> ... -> m0`` and the reverse).
+
+    Using both directions is what NCCL does on a ring and keeps both halves of every duplex
+    link busy; it is also the TotientPerms candidate order with ``m = 1`` and ``m = k - 1``,
+    so every heuristic's ring choice lies in the ring space of the exact ``alloc`` model."""
+    rings = []
+    for gi, g in enumerate(instance.allreduce):
+        order = tuple(sorted(g.members))
+        if len(order) == 2:  # the reverse of a 2-ring is the same pair of edges
+            rings.append(Ring(gi, order, 1.0))
+        else:
+            rings.append(Ring(gi, order, 0.5))
+            rings.append(Ring(gi, (order[0], *reversed(order[1:])), 0.5))
+    return tuple(rings)
 
 
 def commodities_for(instance: Instance, rings: Sequence[Ring]) -> list[Commodity]:

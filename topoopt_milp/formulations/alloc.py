@@ -24,13 +24,15 @@ seconds as ``V / (B lambda)``.
 
 AllReduce rings (``options.extra["rings"]``):
 
-* ``"given"`` (default): the rings (orders and shares) of
+* ``"given"``: the rings (orders and shares) of
   :func:`~topoopt_milp.topology.default_rings`; ``"totient"``: the TotientPerms ring orders
   and shares. Ring edges are fixed demands.
-* ``"choose"``: every group may split its volume over the TotientPerms candidate orders
+* ``"choose"`` (default): every group may split its volume over the TotientPerms candidate orders
   ``member[(i m) mod k]``, ``gcd(m, k) = 1`` (sorted members). With shares ``sigma_c`` the
   demand ``lambda sigma_c`` is bilinear; substituting ``tau_c = lambda sigma_c`` (so
   ``sum_c tau_c = lambda``) keeps the model linear, and ``sigma_c = tau_c / lambda``.
+  This ring space contains every heuristic's rings (TotientPerms orders in both directions,
+  the default bidirectional ring ``m = 1, k - 1``), so the proven optimum bounds them all.
 
 Symmetry breaking (given rings only). Nodes ``i, j`` are interchangeable when swapping them
 maps the demand matrix onto itself; this is an equivalence relation (transpositions compose),
@@ -201,7 +203,7 @@ def build_milp(instance: Instance, options: SolveOptions):
     """The throughput MILP of the module docstring; returns ``(prob, parts)``."""
     n, d = instance.n, instance.degree
     V = _exact.volume_unit(instance)
-    mode = options.extra.get("rings", "given")
+    mode = options.extra.get("rings", "choose")
     prob = pulp.LpProblem("alloc", pulp.LpMaximize)
     lam = prob.add_variable("lam", 0, 1)
     prob.setObjective(lam)
