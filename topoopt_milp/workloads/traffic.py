@@ -136,6 +136,7 @@ class Workload:
         info = {
             "generator": "topoopt_milp.workloads",
             "model": self.model.name,
+            "workload": self.model.name,  # the key bench plots (kind iteration) group by
             "params": self.model.params,
             "batch_per_gpu": self.model.batch_per_gpu,
             "dtype_bytes": self.dtype_bytes,
