@@ -47,3 +47,11 @@ for size in 1.3b 6.7b 13b; do
 done
 $T workload gpt3-175b --n 128 --degree 8 --gbps 200 --strategy pp=8,tp=4 \
    --out llm/gpt3-175b-n128-d8-pp8tp4.json
+
+# bandwidth/: iteration time vs link rate (the TopoOpt simulations' B values), n = 16, d = 4
+mkdir -p bandwidth
+for m in dlrm candle bert vgg16; do
+  for b in 10 25 40 100 200; do
+    $T workload $m --n 16 --degree 4 --gbps $b --out bandwidth/$m-n16-d4-b$b.json
+  done
+done
