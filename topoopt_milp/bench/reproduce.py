@@ -123,9 +123,11 @@ def reference_table(runs: pd.DataFrame, bound_methods=BOUND_METHODS) -> pd.DataF
                                        "source"])
 
 
-def write_outputs(store: Path, out: Path, bound_methods: tuple[str, ...] = BOUND_METHODS) -> list[Path]:
+def write_outputs(store: Path, out: Path, bound_methods: tuple[str, ...] = BOUND_METHODS,
+                  library: Path | None = None) -> list[Path]:
     """Tables and figures (:func:`.report.write_report`) plus the reference values of every
-    family, all from the store; returns the paths written."""
+    family, all from the store; returns the paths written. With ``library`` the reference
+    values are also written as ``library/<family>/reference.csv``."""
     runs = load_runs(store)
     written = write_report(runs, out, figure_formats=("png",), bound_methods=bound_methods)
     ref_dir = out / "reference"
@@ -134,4 +136,7 @@ def write_outputs(store: Path, out: Path, bound_methods: tuple[str, ...] = BOUND
         path = ref_dir / f"{family}.csv"
         grp.drop(columns="family").to_csv(path, index=False)
         written.append(path)
+        if library is not None and (library / family).is_dir():
+            grp.drop(columns="family").to_csv(library / family / "reference.csv", index=False)
+            written.append(library / family / "reference.csv")
     return written

@@ -28,7 +28,8 @@ def _default_library() -> Path:
 def reproduce(quick, library, out, jobs, no_progress) -> None:
     """Regenerate the results: every (instance, method, seed) of the plan in
     topoopt_milp/bench/reproduce.py, stored in OUT/runs.sqlite (re-running resumes), then
-    gap tables (md, LaTeX, csv), the family summary, figures and reference values."""
+    gap tables (md, LaTeX, csv), the family summary, figures and reference values (the full
+    plan also writes them to INSTANCES/<family>/reference.csv)."""
     from ..bench.reproduce import BOUND_METHODS, run_plan, write_outputs
     from ..bench.store import load_runs
     from ..bench.tables import family_table, render
@@ -38,7 +39,8 @@ def reproduce(quick, library, out, jobs, no_progress) -> None:
         raise FileNotFoundError(f"--instances: {library} is not a folder")
     out = out or (library.parent / "results" / ("quick" if quick else ""))
     store = run_plan(library, out, quick, jobs=jobs, progress=not no_progress)
-    written = write_outputs(store, out)
+    # Only the full plan covers every library instance, so only it refreshes reference.csv.
+    written = write_outputs(store, out, library=None if quick else library)
     summary = family_table(load_runs(store), bound_methods=BOUND_METHODS)
     click.echo(render(summary, "md"))
     click.echo(f"wrote {len(written)} files under {out} (runs: {store})")
