@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict, deque
 from collections.abc import Sequence
+from math import gcd
 
 import numpy as np
 
@@ -53,6 +54,32 @@ def demand_matrix(instance: Instance, rings: Sequence[Ring]) -> np.ndarray:
     for c in commodities_for(instance, rings):
         D[c.src, c.dst] += c.bytes
     return D
+
+
+# -- AllReduce ring choice (alloc and select "choose" mode) ------------------------------------
+def totient_orders(members) -> list[tuple[int, ...]]:
+    """TotientPerms candidate ring orders of a group: ``member[(i m) mod k]``, ``gcd(m,k)=1``
+    over the sorted members (``m`` and ``k - m`` give a ring and its reverse)."""
+    ms = sorted(members)
+    k = len(ms)
+    return [tuple(ms[(i * m) % k] for i in range(k)) for m in range(1, k) if gcd(m, k) == 1] or [
+        tuple(ms)]
+
+
+def normalise_shares(rings: Sequence[Ring]) -> list[Ring]:
+    """Rescale the shares of each group's rings to sum to 1 (solver leftovers after dropping
+    rings with share ~0)."""
+    total: dict[int, float] = defaultdict(float)
+    for r in rings:
+        total[r.group] += r.share
+    return [Ring(r.group, r.order, r.share / total[r.group]) for r in rings]
+
+
+def expr_value(expr, values: dict[str, float]) -> float:
+    """Value of a PuLP affine expression (or a number) under solver ``values`` by name."""
+    if isinstance(expr, int | float):
+        return float(expr)
+    return float(sum(c * values.get(v.name, 0.0) for v, c in expr.items()) + expr.constant)
 
 
 # -- flow decomposition ----------------------------------------------------------------------

@@ -68,7 +68,6 @@ import math
 import time
 from collections import defaultdict
 from itertools import combinations, permutations
-from math import gcd
 
 import numpy as np
 import pulp
@@ -80,6 +79,7 @@ from ..instance import Instance
 from ..result import SolveOptions, SolveResult
 from ..topology import Ring, Topology, default_rings
 from . import _exact
+from ._exact import expr_value, normalise_shares, totient_orders  # shared with select
 
 log = logging.getLogger(__name__)
 
@@ -151,14 +151,6 @@ def symmetry_chain(D: np.ndarray) -> tuple[int, list[int]] | None:
         return None
     anchor = next(v for v in range(n) if v not in big)
     return anchor, big
-
-
-def totient_orders(members) -> list[tuple[int, ...]]:
-    """TotientPerms candidate ring orders of a group: ``member[(i m) mod k]``, ``gcd(m,k)=1``."""
-    ms = sorted(members)
-    k = len(ms)
-    return [tuple(ms[(i * m) % k] for i in range(k)) for m in range(1, k) if gcd(m, k) == 1] or [
-        tuple(ms)]
 
 
 def warm_topology(instance: Instance, options: SolveOptions, cap: int) -> Topology | None:
@@ -243,12 +235,6 @@ def build_milp(instance: Instance, options: SolveOptions):
                   "mode": mode, "V": V, "D": D}
 
 
-def _value(expr, values: dict[str, float]) -> float:
-    if isinstance(expr, int | float):
-        return float(expr)
-    return float(sum(c * values.get(v.name, 0.0) for v, c in expr.items()) + expr.constant)
-
-
 def extract_milp(instance, options, parts, values, method, out, runtime, spu):
     """Topology, rings and routing from a MILP solution; the :class:`SolveResult`."""
     n = instance.n
@@ -268,11 +254,11 @@ def extract_milp(instance, options, parts, values, method, out, runtime, spu):
         if share > 1e-9:
             rings.append(Ring(g, tuple(order), share))
     if chosen:
-        rings = _normalise_shares(rings)
+        rings = normalise_shares(rings)
     pair_paths = {}
     for s, row in parts["demand"].items():
         arc = {(i, j): values.get(v.name, 0.0) for (ss, i, j), v in parts["f"].items() if ss == s}
-        dem = {t: _value(e, values) for t, e in row.items()}
+        dem = {t: expr_value(e, values) for t, e in row.items()}
         for t, ps in _exact.decompose_source(s, arc, dem).items():
             pair_paths[(s, t)] = ps
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed)
@@ -280,13 +266,6 @@ def extract_milp(instance, options, parts, values, method, out, runtime, spu):
     bound = None if out.bound is None else (0.0 if out.bound <= 0 else spu / min(out.bound, 1e300))
     return _exact.comm_time_result(method, instance, options, out, topo, routing, model_obj, bound,
                                    runtime, message=f"rings={parts['mode']}")
-
-
-def _normalise_shares(rings: list[Ring]) -> list[Ring]:
-    total: dict[int, float] = defaultdict(float)
-    for r in rings:
-        total[r.group] += r.share
-    return [Ring(r.group, r.order, r.share / total[r.group]) for r in rings]
 
 
 def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
