@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from topoopt_milp import registry
+from topoopt_milp import generators, registry
 from topoopt_milp.check import check_solution
 from topoopt_milp.evaluate import evaluate
 from topoopt_milp.formulations import select
@@ -102,9 +102,14 @@ def test_comm_time_a2a_n8_hand_optimum(solver):
 
 def test_comm_time_mixed_traffic_not_rotation_invariant():
     inst = make_instance(8, 4, B, allreduce=[(range(8), 1e8)], mp=[(0, 5, 3e7), (2, 7, 1e7)])
-    res = checked(inst, select.solve_milp(inst, SolveOptions(candidates="all")))
+    # CP-SAT takes the given rings: compare it with the MILP on the same (given) rings
+    res = checked(inst, select.solve_milp(inst, SolveOptions(candidates="all",
+                                                             extra={"rings": "given"})))
     assert res.status is Status.OPTIMAL
     assert "sources=8" in res.message
+    choose = checked(inst, select.solve_milp(inst, SolveOptions(candidates="all")))
+    assert choose.status is Status.OPTIMAL and "rings=choose" in choose.message
+    assert choose.objective <= res.objective * (1 + 1e-9)  # given rings are in the ring space
     cp = checked(inst, select.solve_cpsat(inst, SolveOptions(candidates="all", time_limit=20)))
     # integer flow units restrict splits: never better than the MILP optimum, and close to it
     assert cp.objective >= res.objective * (1 - 1e-6)
@@ -239,3 +244,121 @@ def test_coprime_parity_cuts_match_enumeration(n, d, objective):
                                                   time_limit=20, extra={"symmetry": False})))
         assert res.status is Status.OPTIMAL
         assert res.objective == pytest.approx(want, rel=1e-9)
+
+
+# -- ring choice (extra["rings"] = "choose", the MILP default) -----------------------------------
+def _circulant_heuristic_values(inst):
+    """comm_time of every heuristic whose topology is a circulant with d/2 distinct jumps from
+    select's default (coprime) candidate set -- topologies inside select's space."""
+    cands = set(select.candidate_jumps(inst.n, inst.degree, "coprime"))
+    values = {}
+    for name, meth in registry.METHODS.items():
+        if meth.family != "heuristic" or not registry.available(name):
+            continue
+        try:
+            heur = registry.solve(inst, name, SolveOptions())
+        except ValueError:  # e.g. torus / hypercube on a size they do not support
+            continue
+        topo = heur.topology
+        if topo is None or not topo.jumps:
+            continue
+        js = {select._rep(inst.n, p) for p in topo.jumps}
+        if len(js) != inst.degree // 2 or not js <= cands or not (
+                select.Topology.circulant(inst.n, tuple(js)).links == topo.links).all():
+            continue
+        values[name] = evaluate(inst, topo, heur.routing)["comm_time_s"]
+    assert "totientperms" in values
+    return values
+
+
+def _sparse_full_allreduce(n, d, seed):
+    rng = np.random.default_rng(seed)
+    mp = [(i, j, float(rng.integers(1, 50)) * 1e6) for i in range(n) for j in range(n)
+          if i != j and rng.random() < 0.3]
+    return make_instance(n, d, B, allreduce=[(range(n), float(rng.integers(1, 20)) * 1e8)], mp=mp)
+
+
+def test_dlrm_n8_choose_beats_every_circulant_heuristic():
+    if not registry.available("totientperms"):
+        pytest.skip("totientperms not available")
+    inst = generators.generate("dlrm", 8, 4, 100, seed=0, tables=8)
+    res = checked(inst, select.solve_milp(inst, SolveOptions()))
+    assert res.status is Status.OPTIMAL and "rings=choose" in res.message
+    assert res.bound == pytest.approx(res.objective, rel=1e-6)
+    for name, value in _circulant_heuristic_values(inst).items():
+        assert value >= res.objective * (1 - 1e-9), name
+    # the chosen rings are candidate orders, shares sum to 1 and none is ~0
+    rings = res.routing.rings
+    assert rings and all(r.share > select.SHARE_EPS for r in rings)
+    assert sum(r.share for r in rings) == pytest.approx(1.0)
+    cand = set(select._exact.totient_orders(range(8)))
+    assert {r.order for r in rings} <= cand
+    given = checked(inst, select.solve_milp(inst, SolveOptions(extra={"rings": "given"})))
+    assert given.status is Status.OPTIMAL and "rings=given" in given.message
+    assert {(r.order, r.share) for r in given.routing.rings} == {
+        ((0, 1, 2, 3, 4, 5, 6, 7), 0.5), ((0, 7, 6, 5, 4, 3, 2, 1), 0.5)}
+    # the default-ring optimum is attained by a point of the choose space
+    assert res.objective <= given.objective * (1 + 1e-9)
+    # here choosing reaches the ideal-switch time, which the given rings do not
+    ideal = res.objective
+    assert given.objective > ideal * 1.2
+
+
+@pytest.mark.parametrize(("n", "d", "seed"), [(9, 4, 0), (10, 4, 1), (11, 4, 2)])
+def test_random_sparse_with_full_allreduce_choose_is_optimal(n, d, seed):
+    if not registry.available("totientperms"):
+        pytest.skip("totientperms not available")
+    inst = _sparse_full_allreduce(n, d, seed)
+    res = checked(inst, select.solve_milp(inst, SolveOptions(time_limit=20)))
+    assert res.status is Status.OPTIMAL
+    assert f"sources={n}" in res.message  # random MP: not rotation invariant
+    for name, value in _circulant_heuristic_values(inst).items():
+        assert value >= res.objective * (1 - 1e-9), name
+    given = checked(inst, select.solve_milp(inst, SolveOptions(time_limit=20,
+                                                               extra={"rings": "given"})))
+    assert given.status is Status.OPTIMAL
+    assert res.objective <= given.objective * (1 + 1e-9)
+
+
+def test_choose_rotation_invariant_fast_path_is_exact():
+    # all-to-all + AllReduce over everybody: every candidate ring is circulant, one source
+    n, d = 9, 4
+    inst = make_instance(n, d, B, allreduce=[(range(n), 4e8)],
+                         mp=[(i, j, S) for i in range(n) for j in range(n) if i != j])
+    res = checked(inst, select.solve_milp(inst, SolveOptions(candidates="all")))
+    assert res.status is Status.OPTIMAL and "sources=1" in res.message
+    # the same model over every source gives the same optimum
+    rings, chosen = select.ring_space(inst, "choose")
+    V = select._exact.volume_unit(inst)
+    w = select._exact.demand_matrix(inst, rings) / V
+    cands = select.candidate_jumps(n, d, "all")
+    full = [(g, vol / V, orders) for g, vol, orders in chosen]
+    lam = {}
+    for sym, sources in ((True, [0]), (False, list(range(n)))):
+        prob, *_ = select.build_flow_milp(n, d, True, cands, w, sources, sym, full)
+        out = select.solve_pulp(prob, SolveOptions(), None)
+        assert out.status is Status.OPTIMAL
+        lam[sym] = out.objective
+    assert lam[True] == pytest.approx(lam[False], rel=1e-6)
+    assert res.objective == pytest.approx(select._exact.seconds_per_unit(inst) / lam[True],
+                                          rel=1e-5)
+
+
+def test_sub_cluster_allreduce_uses_per_source_model():
+    # a group that is not the whole cluster: its candidate rings are not circulant
+    inst = make_instance(8, 4, B, allreduce=[([0, 2, 4, 6], 1e8)],
+                         mp=[(i, (i + 1) % 8, S) for i in range(8)])
+    assert not select.choice_symmetric(inst, select.ring_space(inst, "choose")[1])
+    res = checked(inst, select.solve_milp(inst, SolveOptions(candidates="all")))
+    assert res.status is Status.OPTIMAL and "sources=8" in res.message
+    given = checked(inst, select.solve_milp(inst, SolveOptions(candidates="all",
+                                                               extra={"rings": "given"})))
+    assert res.objective <= given.objective * (1 + 1e-9)
+
+
+def test_ring_mode_errors():
+    inst = make_instance(8, 4, B, allreduce=[(range(8), 1e8)])
+    with pytest.raises(ValueError, match="rings"):
+        select.solve_milp(inst, SolveOptions(extra={"rings": "bogus"}))
+    with pytest.raises(ValueError, match="rings"):
+        select.solve_cpsat(inst, SolveOptions(extra={"rings": "choose"}))
