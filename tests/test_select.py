@@ -10,7 +10,7 @@ import pytest
 from topoopt_milp import generators, registry
 from topoopt_milp.check import check_solution
 from topoopt_milp.evaluate import evaluate
-from topoopt_milp.formulations import select
+from topoopt_milp.formulations import select, select_flow
 from topoopt_milp.instance import make_instance
 from topoopt_milp.result import SolveOptions, Status, solution_dict
 
@@ -262,7 +262,7 @@ def _circulant_heuristic_values(inst):
         topo = heur.topology
         if topo is None or not topo.jumps:
             continue
-        js = {select._rep(inst.n, p) for p in topo.jumps}
+        js = {select.rep(inst.n, p) for p in topo.jumps}
         if len(js) != inst.degree // 2 or not js <= cands or not (
                 select.Topology.circulant(inst.n, tuple(js)).links == topo.links).all():
             continue
@@ -289,7 +289,7 @@ def test_dlrm_n8_choose_beats_every_circulant_heuristic():
         assert value >= res.objective * (1 - 1e-9), name
     # the chosen rings are candidate orders, shares sum to 1 and none is ~0
     rings = res.routing.rings
-    assert rings and all(r.share > select.SHARE_EPS for r in rings)
+    assert rings and all(r.share > select_flow.SHARE_EPS for r in rings)
     assert sum(r.share for r in rings) == pytest.approx(1.0)
     cand = set(select._exact.totient_orders(range(8)))
     assert {r.order for r in rings} <= cand
@@ -328,14 +328,14 @@ def test_choose_rotation_invariant_fast_path_is_exact():
     res = checked(inst, select.solve_milp(inst, SolveOptions(candidates="all")))
     assert res.status is Status.OPTIMAL and "sources=1" in res.message
     # the same model over every source gives the same optimum
-    rings, chosen = select.ring_space(inst, "choose")
+    rings, chosen = select_flow.ring_space(inst, "choose")
     V = select._exact.volume_unit(inst)
     w = select._exact.demand_matrix(inst, rings) / V
     cands = select.candidate_jumps(n, d, "all")
     full = [(g, vol / V, orders) for g, vol, orders in chosen]
     lam = {}
     for sym, sources in ((True, [0]), (False, list(range(n)))):
-        prob, *_ = select.build_flow_milp(n, d, True, cands, w, sources, sym, full)
+        prob, *_ = select_flow.build_flow_milp(n, d, True, cands, w, sources, sym, full)
         out = select.solve_pulp(prob, SolveOptions(), None)
         assert out.status is Status.OPTIMAL
         lam[sym] = out.objective
@@ -348,7 +348,7 @@ def test_sub_cluster_allreduce_uses_per_source_model():
     # a group that is not the whole cluster: its candidate rings are not circulant
     inst = make_instance(8, 4, B, allreduce=[([0, 2, 4, 6], 1e8)],
                          mp=[(i, (i + 1) % 8, S) for i in range(8)])
-    assert not select.choice_symmetric(inst, select.ring_space(inst, "choose")[1])
+    assert not select_flow.choice_symmetric(inst, select_flow.ring_space(inst, "choose")[1])
     res = checked(inst, select.solve_milp(inst, SolveOptions(candidates="all")))
     assert res.status is Status.OPTIMAL and "sources=8" in res.message
     given = checked(inst, select.solve_milp(inst, SolveOptions(candidates="all",
