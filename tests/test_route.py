@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from topoopt_milp.check import check_solution
-from topoopt_milp.evaluate import comm_time, evaluate
+from topoopt_milp.evaluate import comm_time, evaluate, ideal_switch_time
 from topoopt_milp.formulations import route
 from topoopt_milp.heuristics.routing import route as heuristic_route
 from topoopt_milp.instance import make_instance
@@ -233,12 +233,14 @@ def test_coset_ring_orders_follow_jumps_and_warm_start_rings_are_used():
     inst = make_instance(8, 2, GBPS, allreduce=[(range(8), 1e8)])
     rings = route.ring_orders(inst, topo, SolveOptions(topology=topo))
     assert rings[0].order == (0, 3, 6, 1, 4, 7, 2, 5)
+    assert rings[1].order == (0, 5, 2, 7, 4, 1, 6, 3)  # the reverse half of the default ring
     res = route.solve_milp(inst, SolveOptions(topology=topo))
     assert_clean(inst, res)
     edge = inst.allreduce[0].edge_bytes
-    # every ring edge is one link; the LP also sends 1/8 of each the long way round over the
-    # otherwise idle reverse arcs (7 hops): x = 7 (1 - x) gives x = 7/8 on every arc
-    assert res.objective == pytest.approx(7 / 8 * edge / B, rel=1e-6)
+    # every ring edge is one link and each direction carries half the volume: edge / 2 per
+    # arc, which is the ideal-switch time 2 (k-1)/k S / (d B)
+    assert res.objective == pytest.approx(edge / 2 / B, rel=1e-6)
+    assert res.objective == pytest.approx(ideal_switch_time(inst), rel=1e-6)
     # listed order 0..7 on the same topology would route i -> i+1 over 3 hops
     given = Routing((Ring(0, tuple(range(8)), 1.0),), ())
     ws = SolveResult("x", Status.FEASIBLE, 1.0, None, 0.0, topo, given)

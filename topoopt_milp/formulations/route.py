@@ -50,7 +50,8 @@ Ring orders
 From ``options.warm_start.routing.rings`` when given. Otherwise, for a circulant topology and a
 group that is a coset ``{s, s + n/g, ...}``, the TotientPerms order ``s, s + p, s + 2p, ...``
 for the smallest topology jump ``p`` with ``p = (n/g) m``, ``gcd(m, g) = 1`` -- every ring edge
-is then one link. Other groups keep their listed member order (:func:`default_rings`).
+is then one link (and its reverse for the reverse half of the default ring). Other groups keep
+the default rings (:func:`default_rings`).
 
 The fractional LP runs HiGHS interior point *without crossover* by default (``lp_algorithm``
 ``ipm``): the flows are decomposed into paths, so a vertex solution is not needed; set
@@ -142,8 +143,11 @@ def ring_orders(instance: Instance, topology: Topology, options: SolveOptions) -
     if topology.jumps:
         for k, r in enumerate(rings):
             order = _coset_order(topology, r.order)
-            if order is not None:
-                rings[k] = Ring(r.group, order, r.share)
+            if order is None:
+                continue
+            if r.order != tuple(sorted(r.order)):  # the reverse half of the default ring
+                order = (order[0], *reversed(order[1:]))
+            rings[k] = Ring(r.group, order, r.share)
     return tuple(rings)
 
 
