@@ -46,7 +46,11 @@ class NoDataError(ValueError):
 def _finish(fig, ax, out: str, title: str) -> None:
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
+    entries = len(ax.get_legend_handles_labels()[0])
+    if entries > 8:  # a long legend goes beside the axes instead of over the curves
+        fig.set_size_inches(fig.get_size_inches()[0] + 3.5, fig.get_size_inches()[1])
+        ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    elif entries:
         ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(out)
@@ -145,9 +149,15 @@ def plot_iteration(runs: pd.DataFrame, out: str) -> None:
     if df.empty:
         raise NoDataError("plot iteration: no solved run on an instance with meta.workload")
     fig, ax = plt.subplots(figsize=(6, 4))
+    # colour = workload, marker and line style = method, so both can be told apart
+    colours = {w: f"C{i % 10}" for i, w in enumerate(sorted(df["workload"].unique()))}
+    methods = sorted(df["method"].unique())
+    styles = {m: ("osv^Dxp*"[i % 8], ["-", "--", ":", "-."][i % 4]) for i, m in enumerate(methods)}
     for (wl, method), grp in df.groupby(["workload", "method"]):
         s = grp.groupby("bandwidth_gbps")["iteration_time_s"].mean().sort_index()
-        ax.plot(s.index, s.values, marker="o", label=f"{wl}: {method}")
+        marker, line = styles[method]
+        ax.plot(s.index, s.values, marker=marker, linestyle=line, color=colours[wl],
+                label=f"{wl}: {method}")
     ax.set_xlabel("link bandwidth B [Gbps]")
     ax.set_ylabel("iteration time [s]")
     ax.set_xscale("log")

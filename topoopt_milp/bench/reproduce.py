@@ -4,10 +4,12 @@ family, with which time limits, and the files generated from the resulting run s
 Everything under ``results/`` is produced here from raw run records (nothing hand-edited):
 
 * ``runs.sqlite`` -- every run (the bench store; re-running resumes);
-* ``gap_table.md`` / ``.tex`` / ``.csv`` -- per-instance gap of every method to the best bound;
-* ``family_summary.md`` / ``.tex`` -- per family and method: optimal runs, mean / max gap,
+* ``gaps.{md,tex,csv}`` -- per-instance gap (%) of every method to the best valid bound;
+  ``instances.{md,tex,csv}`` -- per (instance, method): status, objective, bound, runtime;
+* ``families.{md,tex,csv}`` -- per family and method: optimal runs, mean / max gap,
   shifted geometric mean runtime;
-* ``gap.png``, ``runtime.png``, ``profile.png`` -- the figures of :mod:`.plots`;
+* ``gap-<family>.png``, ``runtime-<family>.png``, ``profile-<family>.png`` and
+  ``iteration.png`` -- the figures of :mod:`.plots` (see :func:`family_figures`);
 * ``reference/<family>.csv`` -- best known objective and best bound per instance (the values
   committed as ``instances/<family>/reference.csv``).
 
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .plots import NoDataError, plot_gap, plot_iteration, plot_profile, plot_runtime
 from .report import write_report
 from .runner import build_tasks, run_sweep
 from .store import load_runs
@@ -123,13 +126,42 @@ def reference_table(runs: pd.DataFrame, bound_methods=BOUND_METHODS) -> pd.DataF
                                        "source"])
 
 
+def family_figures(runs: pd.DataFrame, out: Path, bound_methods=BOUND_METHODS) -> list[Path]:
+    """Figures per family -- ``gap-<family>.png``, ``runtime-<family>.png`` and the Dolan-More
+    profile ``profile-<family>.png`` over the methods that ran on every instance of the family
+    (families run different methods, so a single profile would share no instance) -- and
+    ``iteration.png`` from the ``bandwidth`` family (every model at five link rates)."""
+    written = []
+    for family, grp in runs.groupby("family"):
+        size = grp["instance_hash"].nunique()
+        covered = grp.groupby("method")["instance_hash"].nunique()
+        complete = grp[grp["method"].isin(covered.index[covered == size])]
+        jobs = (("gap", lambda p, g=grp: plot_gap(g, p, bound_methods=bound_methods)),
+                ("runtime", lambda p, g=grp: plot_runtime(g, p)),
+                ("profile", lambda p, g=complete: plot_profile(g, p)))
+        for kind, draw in jobs:
+            path = out / f"{kind}-{family}.png"
+            try:
+                draw(str(path))
+            except NoDataError as exc:
+                log.info("no %s: %s", path.name, exc)
+                continue
+            written.append(path)
+    bandwidth = runs[runs["family"] == "bandwidth"]
+    if not bandwidth.empty:
+        plot_iteration(bandwidth, str(out / "iteration.png"))
+        written.append(out / "iteration.png")
+    return written
+
+
 def write_outputs(store: Path, out: Path, bound_methods: tuple[str, ...] = BOUND_METHODS,
                   library: Path | None = None) -> list[Path]:
     """Tables and figures (:func:`.report.write_report`) plus the reference values of every
     family, all from the store; returns the paths written. With ``library`` the reference
     values are also written as ``library/<family>/reference.csv``."""
     runs = load_runs(store)
-    written = write_report(runs, out, figure_formats=("png",), bound_methods=bound_methods)
+    written = write_report(runs, out, kinds=(), bound_methods=bound_methods)
+    written.extend(family_figures(runs, out, bound_methods))
     ref_dir = out / "reference"
     ref_dir.mkdir(exist_ok=True)
     for family, grp in reference_table(runs, bound_methods).groupby("family"):

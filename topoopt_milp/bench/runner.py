@@ -168,7 +168,7 @@ def build_tasks(
             for s in seed_list:
                 params = make_options(s, time_limit, settings).as_params()
                 tasks.append(Task(
-                    run_key=run_key(ihash, m.name, params, s), instance=data,
+                    run_key=run_key(ihash, m.name, params, s, fam), instance=data,
                     instance_path=str(path), family=fam,
                     method={"name": m.name, "family": m.family, "backend": m.backend,
                             "target": m.target, "description": m.description},

@@ -86,9 +86,14 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(_finite(obj), sort_keys=True, separators=(",", ":"))
 
 
-def run_key(instance_hash: str, method: str, params: Mapping[str, Any], seed: int) -> str:
-    """The primary key of a run: hash of ``[instance_hash, method, params, seed]``."""
-    text = canonical_json([instance_hash, method, dict(params), int(seed)])
+def run_key(instance_hash: str, method: str, params: Mapping[str, Any], seed: int,
+            family: str = "") -> str:
+    """The primary key of a run: hash of ``[instance_hash, method, params, seed, family]``.
+
+    The family is part of the key because one instance may belong to two families of a
+    library (DLRM at 100 Gbps is in ``dnn/`` and in ``bandwidth/``): each family's tables
+    need their own row."""
+    text = canonical_json([instance_hash, method, dict(params), int(seed), family])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 

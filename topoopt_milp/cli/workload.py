@@ -54,8 +54,11 @@ def _workload(model_name, n, gpus_per_server, batch, dtype_bytes, gpu, efficienc
               help="dp | pp=P[,tp=T] | STRATEGY.json (per-layer degree and placement).")
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
               help="Instance JSON to write.")
+@click.option("--name", default=None,
+              help="Instance name (default: the --out file name without .json, so that the "
+                   "variants of one model in a library keep distinct names).")
 def workload(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes, gpu, efficiency,
-             strategy, out):
+             strategy, out, name):
     """Write the traffic of MODEL under a parallelization strategy as an instance file.
 
     Models: dlrm, candle, bert, bert-large, ncf, resnet50, vgg16, gpt3-<size>
@@ -66,7 +69,8 @@ def workload(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes, g
 
     w = _workload(model_name, n, gpus_per_server, batch, dtype_bytes, gpu, efficiency)
     s = parse_strategy(strategy, w.model, n, gpus_per_server)
-    inst = w.instance(s, degree, gbps, meta={"strategy_spec": strategy})
+    inst = w.instance(s, degree, gbps, name=name or Path(out).stem,
+                      meta={"strategy_spec": strategy})
     inst.save(out)
     click.echo(
         f"{inst.name}: {w.model.params:,} parameters, {len(inst.allreduce)} AllReduce groups, "
