@@ -155,7 +155,8 @@ def _count(store) -> int:
         return 0
 
 
-@pytest.mark.slow  # ~7 s idle, ~20 s on the loaded 2-core machine: 14 runs, each its own process
+# ~7 s idle: 14 runs, each its own process. Kept in the default run: it is the evidence that
+# an interrupted sweep loses and duplicates nothing.
 def test_sigkill_mid_sweep_then_resume_equals_uninterrupted(tmp_path, library):
     args = ["bench", str(library), "--methods", "ring,expander,totientperms", "--seeds", "1",
             "--time-limit", "5", "--no-progress"]
@@ -195,7 +196,8 @@ def test_sigkill_mid_sweep_then_resume_equals_uninterrupted(tmp_path, library):
     assert instance_table(after)[cols].equals(instance_table(load_runs(clean))[cols])
 
 
-@pytest.mark.slow  # starts a 2-worker LocalCluster: ~6 s idle
+# Starts a 2-worker LocalCluster (~6 s idle). Kept in the default run: the Dask engine must
+# give the same records as the local pool.
 def test_dask_local_cluster_gives_the_same_records(tmp_path, library):
     distributed = pytest.importorskip("distributed")
     tasks = build_tasks([library], ["ring", "totientperms"], time_limit=5)
