@@ -60,7 +60,8 @@ Departures from the published artifact
       zero-weight matching edges (same port usage, far smaller matching graphs).
     * Connectivity repair is an addition: the artifact assumes the AllReduce rings connect
       the graph, which fails when ``d_AR = 0``.
-    * Dense demand is matched on each node's ``K`` heaviest pairs (see step 3).
+    * Dense demand is matched on each node's ``K`` heaviest pairs (see step 3); ``faithful``
+      mode matches on all positive pairs.
 """
 
 from __future__ import annotations
@@ -203,9 +204,10 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     """TopologyFinder with ``options.split``; routed by ``options.routing`` or the default.
 
     ``options.extra["matching_top_k"]`` (``"auto"``, ``"all"`` or an int) controls the
-    sparsification of the Blossom rounds (see :func:`matching_top_k`)."""
+    sparsification of the Blossom rounds (see :func:`matching_top_k`); ``faithful`` matches
+    on all pairs unless the option says otherwise."""
     started = time.perf_counter()
-    option = options.extra.get("matching_top_k", "auto")
+    option = options.extra.get("matching_top_k", "all" if options.faithful else "auto")
     topo, rings, (d_ar, d_mp), k = build(instance, options.split, options.faithful, option)
     routing = route_with(instance, topo, rings, options, default_routing(topo))
     return heuristic_result(
