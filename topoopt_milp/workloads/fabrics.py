@@ -36,6 +36,7 @@ import numpy as np
 
 from .. import registry
 from ..evaluate import comm_time, ideal_switch_time
+from ..heuristics.baselines import fat_tree_time
 from ..instance import Instance
 from ..result import SolveOptions
 from ..topology import Ring, Topology
@@ -63,11 +64,6 @@ class CostModel:
     def equivalent_fat_tree_gbps(self, degree: int, gbps: float) -> float:
         """Per-server bandwidth of the Fat-tree costing what the direct-connect cluster costs."""
         return self.direct_connect_per_server(degree, gbps) / self.fat_tree_per_gbps()
-
-
-def fat_tree_comm_time(instance: Instance, per_server_gbps: float) -> float:
-    """Full-bisection Fat-tree: only the server links limit."""
-    return ideal_switch_time(instance, per_server_gbps)
 
 
 def expander_comm_time(instance: Instance, seed: int = 0) -> float:
@@ -127,8 +123,8 @@ def baselines(instance: Instance, cost: CostModel | None = None, fat_tree_gbps: 
     x_eq = cost.equivalent_fat_tree_gbps(d, b)
     return {
         "ideal_switch": ideal_switch_time(instance),
-        "fat_tree": fat_tree_comm_time(instance, fat_tree_gbps or d * b),
-        "fat_tree_cost_equivalent": fat_tree_comm_time(instance, x_eq),
+        "fat_tree": fat_tree_time(instance, fat_tree_gbps or d * b),
+        "fat_tree_cost_equivalent": fat_tree_time(instance, x_eq),
         "fat_tree_cost_equivalent_gbps": x_eq,
         "expander": expander_comm_time(instance, seed),
     }
