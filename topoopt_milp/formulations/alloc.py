@@ -372,6 +372,31 @@ def chosen_paths(solver, counts, paths, splits: int) -> list:
     return [(p, solver.Value(c) / P) for c, p in zip(counts, paths, strict=True) if solver.Value(c)]
 
 
+def solve_link_paths_cpsat(method, m, x, z, items, cap, instance, options, fallback_rings, t0):
+    """The shared second half of the link + path-choice CP-SAT models (alloc and joint): path
+    loads, the warm-start hint, the solve, and the link matrix.
+
+    Returns ``(outcome, solver, choice, divisor, splits, runtime, topology)``, or a finished
+    :class:`SolveResult` (the warm start, or a failure) when CP-SAT found no solution."""
+    n = instance.n
+    splits = int(options.extra.get("cpsat_splits", 1))
+    choice, _, divisor = path_loads_cpsat(m, n, x, z, items, cap, splits)
+    warm = warm_topology(instance, options, cap)
+    hint = None
+    if warm is not None:
+        hint = {x[i, j]: float(warm.links[i, j]) for i, j in combinations(range(n), 2)}
+    out, solver = _run_cpsat(m, options, hint)
+    runtime = time.perf_counter() - t0
+    if not out.status.has_solution:
+        fb = _exact.fallback_result(method, instance, options, out, warm, fallback_rings, runtime,
+                                    restricted=True)
+        return fb or _exact.failed_result(method, options, out, runtime, restricted=True)
+    L = np.zeros((n, n), dtype=np.int64)
+    for i, j in combinations(range(n), 2):
+        L[i, j] = L[j, i] = solver.Value(x[i, j])
+    return out, solver, choice, divisor, splits, runtime, Topology(L)
+
+
 def lcm_upto(cap: int) -> int:
     """``lcm(1, .., cap)``."""
     return math.lcm(*range(1, max(cap, 1) + 1))
@@ -395,22 +420,11 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     pmode = options.extra.get("cpsat_paths", "ksp")
     items = [((s, t), u, candidate_paths(n, s, t, options.k_paths, pmode), None)
              for (s, t), u in zip(pairs, units, strict=True)]
-    splits = int(options.extra.get("cpsat_splits", 1))
-    choice, _, divisor = path_loads_cpsat(m, n, x, z, items, cap, splits)
-    warm = warm_topology(instance, options, cap)
-    hint = None
-    if warm is not None:
-        hint = {x[i, j]: float(warm.links[i, j]) for i, j in combinations(range(n), 2)}
-    out, solver = _run_cpsat(m, options, hint)
-    runtime = time.perf_counter() - t0
-    if not out.status.has_solution:
-        fb = _exact.fallback_result("alloc-cpsat", instance, options, out, warm, rings, runtime,
-                                    restricted=True)
-        return fb or _exact.failed_result("alloc-cpsat", options, out, runtime, restricted=True)
-    L = np.zeros((n, n), dtype=np.int64)
-    for i, j in combinations(range(n), 2):
-        L[i, j] = L[j, i] = solver.Value(x[i, j])
-    topo = Topology(L)
+    solved = solve_link_paths_cpsat("alloc-cpsat", m, x, z, items, cap, instance, options,
+                                    rings, t0)
+    if isinstance(solved, SolveResult):
+        return solved
+    out, solver, choice, divisor, splits, runtime, topo = solved
     pair_paths = {key: chosen_paths(solver, choice[key], paths, splits)
                   for key, _, paths, _ in items}
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed)

@@ -58,7 +58,6 @@ import numpy as np
 import pulp
 from ortools.sat.python import cp_model
 
-from ..backends.cpsat_backend import solve_cpsat as _run_cpsat
 from ..backends.pulp_backend import solve_pulp
 from ..instance import Instance
 from ..result import SolveOptions, SolveResult
@@ -72,7 +71,7 @@ from .alloc import (
     flow_vars_milp,
     link_vars_cpsat,
     link_vars_milp,
-    path_loads_cpsat,
+    solve_link_paths_cpsat,
     warm_topology,
 )
 
@@ -286,22 +285,11 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
         root, lits = ms[0], arcs[g, 0]
         m.Add(sum(v * lits[root, v] for v in ms if v != root)
               <= sum(u * lits[u, root] for u in ms if u != root))
-    splits = int(options.extra.get("cpsat_splits", 1))
-    choice, _, divisor = path_loads_cpsat(m, n, x, z, items, cap, splits)
-    warm = warm_topology(instance, options, cap)
-    hint = None
-    if warm is not None:
-        hint = {x[i, j]: float(warm.links[i, j]) for i, j in combinations(range(n), 2)}
-    out, solver = _run_cpsat(m, options, hint)
-    runtime = time.perf_counter() - t0
-    if not out.status.has_solution:
-        fb = _exact.fallback_result("joint-cpsat", instance, options, out, warm,
-                                    default_rings(instance), runtime, restricted=True)
-        return fb or _exact.failed_result("joint-cpsat", options, out, runtime, restricted=True)
-    L = np.zeros((n, n), dtype=np.int64)
-    for i, j in combinations(range(n), 2):
-        L[i, j] = L[j, i] = solver.Value(x[i, j])
-    topo = Topology(L)
+    solved = solve_link_paths_cpsat("joint-cpsat", m, x, z, items, cap, instance, options,
+                                    default_rings(instance), t0)
+    if isinstance(solved, SolveResult):
+        return solved
+    out, solver, choice, divisor, splits, runtime, topo = solved
 
     def succ_of(g, r):
         return {u: v for (u, v), lit in arcs[g, r].items() if solver.Value(lit)}
