@@ -257,7 +257,10 @@ def extract_milp(instance, options, parts, values, method, out, runtime, spu):
         rings = normalise_shares(rings)
     pair_paths = {}
     for s, row in parts["demand"].items():
-        arc = {(i, j): values.get(v.name, 0.0) for (ss, i, j), v in parts["f"].items() if ss == s}
+        # Only arcs of installed links: a link variable within the integrality tolerance of 0
+        # (rounded to no link) may still carry a sliver of flow in a time-limited incumbent.
+        arc = {(i, j): values.get(v.name, 0.0) for (ss, i, j), v in parts["f"].items()
+               if ss == s and L[i, j] > 0}
         dem = {t: expr_value(e, values) for t, e in row.items()}
         for t, ps in _exact.decompose_source(s, arc, dem).items():
             pair_paths[(s, t)] = ps
