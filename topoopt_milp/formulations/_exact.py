@@ -84,7 +84,8 @@ def expr_value(expr, values: dict[str, float]) -> float:
 
 # -- flow decomposition ----------------------------------------------------------------------
 def decompose_source(
-    s: int, arc_flow: dict[tuple[int, int], float], demand: dict[int, float]
+    s: int, arc_flow: dict[tuple[int, int], float], demand: dict[int, float],
+    links: np.ndarray | None = None,
 ) -> dict[int, list[tuple[Path, float]]]:
     """Split a single-source flow into simple paths ending at its sinks.
 
@@ -93,8 +94,12 @@ def decompose_source(
     with positive residual flow (BFS, so paths are simple and short) and push the bottleneck.
     Flow on cycles is never used (dropping it only lowers loads). Returns, per destination,
     ``(path, fraction)`` pairs whose fractions sum to 1 (normalised: solver noise below
-    ``FLOW_EPS`` is spread proportionally); destinations the flow cannot reach are omitted."""
-    resid = {a: f for a, f in arc_flow.items() if f > 0}
+    ``FLOW_EPS`` is spread proportionally); destinations the flow cannot reach are omitted.
+
+    With ``links`` (the rounded link matrix of a MILP solution) arcs without a link are
+    ignored: a link variable within the integrality tolerance of 0 may still carry a sliver of
+    flow in a time-limited incumbent, and a path over it would have no capacity."""
+    resid = {a: f for a, f in arc_flow.items() if f > 0 and (links is None or links[a] > 0)}
     out_arcs: dict[int, list[int]] = defaultdict(list)
     for u, v in resid:
         out_arcs[u].append(v)

@@ -257,12 +257,9 @@ def extract_milp(instance, options, parts, values, method, out, runtime, spu):
         rings = normalise_shares(rings)
     pair_paths = {}
     for s, row in parts["demand"].items():
-        # Only arcs of installed links: a link variable within the integrality tolerance of 0
-        # (rounded to no link) may still carry a sliver of flow in a time-limited incumbent.
-        arc = {(i, j): values.get(v.name, 0.0) for (ss, i, j), v in parts["f"].items()
-               if ss == s and L[i, j] > 0}
+        arc = {(i, j): values.get(v.name, 0.0) for (ss, i, j), v in parts["f"].items() if ss == s}
         dem = {t: expr_value(e, values) for t, e in row.items()}
-        for t, ps in _exact.decompose_source(s, arc, dem).items():
+        for t, ps in _exact.decompose_source(s, arc, dem, L).items():
             pair_paths[(s, t)] = ps
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed)
     model_obj = spu / lam if lam > 0 else None

@@ -232,7 +232,7 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
         arc = {(i, j): vals.get(v.name, 0.0) for (ss, i, j), v in parts["f"].items() if ss == s}
         dem = {t: float(sum(c * vals.get(v.name, 0.0) for v, c in e.items()) + e.constant)
                if not isinstance(e, float) else e for t, e in row.items()}
-        pair_paths.update({(s, t): ps for t, ps in _exact.decompose_source(s, arc, dem).items()})
+        pair_paths.update({(s, t): ps for t, ps in _exact.decompose_source(s, arc, dem, L).items()})
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed)
     spu = _exact.seconds_per_unit(instance)
     model_obj = spu / lam if lam > 0 else None
