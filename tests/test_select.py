@@ -362,3 +362,14 @@ def test_ring_mode_errors():
         select.solve_milp(inst, SolveOptions(extra={"rings": "bogus"}))
     with pytest.raises(ValueError, match="rings"):
         select.solve_cpsat(inst, SolveOptions(extra={"rings": "choose"}))
+
+
+def test_cpsat_flow_model_long_paths_are_not_infeasible():
+    # n = 11, d = 2: the only circulant is the ring; in the symmetric reduction an arc type
+    # carries (n^2 - 1)/8 = 15 demand units of source 0, more than its 10 units in total. The
+    # load variable's domain once stopped at the total, making the model infeasible.
+    inst = generators.generate("uniform", n=11, degree=2, gbps=100, bytes=1e7)
+    ring = 15 * 1e7 / (100 * 1.25e8)  # (n^2-1)/8 demands of 1e7 bytes on one 100 Gbps arc
+    res = select.solve_cpsat(inst, SolveOptions(time_limit=30, candidates="all"))
+    assert res.status is Status.OPTIMAL
+    assert res.objective == pytest.approx(ring, rel=1e-6)

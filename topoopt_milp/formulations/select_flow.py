@@ -180,7 +180,10 @@ def build_flow_cpsat(n, d, regular, cands, units, sources, symmetric):
     m.Add(ports == d) if regular else m.Add(ports <= d)
     coins = _coins(n, cands)
     total = int(sum(int(units[s].sum()) for s in sources))
-    U = m.NewIntVar(0, max(total, 1), "U")
+    # In the symmetric reduction an arc type's load sums source 0's flow over all n rotations
+    # of the arc, so it can reach n times the source's volume (every unit crossing up to n-1
+    # arcs of the type); a domain of ``total`` made large circulants spuriously infeasible.
+    U = m.NewIntVar(0, max(total * (n if symmetric else 1), 1), "U")
     f = {(s, i, c): m.NewIntVar(0, int(units[s].sum()), f"f_{s}_{i}_{c}") for s in sources
          for i in range(n) for c, _ in coins}
     for s in sources:
