@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from math import gcd
 
 import numpy as np
+import pulp
 
 from ..evaluate import arc_loads, comm_time, congestion
 from ..heuristics.routing import RoutingError, route
@@ -83,6 +84,28 @@ def expr_value(expr, values: dict[str, float]) -> float:
 
 
 # -- flow decomposition ----------------------------------------------------------------------
+def ring_choice(prob, lam, g: int, orders, edge_volume: float, demand, sources=None) -> list:
+    """Free AllReduce ring split of group ``g`` in a throughput model (alloc, select).
+
+    The group may split its volume over the candidate ring ``orders`` with shares ``sigma_c``.
+    The demand ``lambda sigma_c`` is bilinear; with ``tau_c = lambda sigma_c`` and
+    ``sum_c tau_c = lambda`` it is linear: ring edge ``a -> b`` of order ``c`` adds
+    ``edge_volume * tau_c`` to ``demand[a][b]``. Only sources in ``sources`` (default: all)
+    get rows -- the single-source circulant reduction keeps one. Returns the
+    ``(g, order, tau)`` terms; ``sigma_c = tau_c / lambda``."""
+    taus = [prob.add_variable(f"tau_{g}_{c}", 0) for c in range(len(orders))]
+    prob += pulp.lpSum(taus) == lam, f"shares_{g}"
+    terms = []
+    for order, tau in zip(orders, taus, strict=True):
+        terms.append((g, order, tau))
+        k = len(order)
+        for i in range(k):
+            a, b = order[i], order[(i + 1) % k]
+            if sources is None or a in sources:
+                demand[a][b] = demand[a].get(b, 0) + edge_volume * tau
+    return terms
+
+
 def decompose_source(
     s: int, arc_flow: dict[tuple[int, int], float], demand: dict[int, float],
     links: np.ndarray | None = None,

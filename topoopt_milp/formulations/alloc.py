@@ -210,14 +210,8 @@ def build_milp(instance: Instance, options: SolveOptions):
         for g, grp in enumerate(instance.allreduce):
             if grp.edge_bytes <= 0:
                 continue
-            orders = totient_orders(grp.members)
-            taus = [prob.add_variable(f"tau_{g}_{c}", 0) for c in range(len(orders))]
-            prob += pulp.lpSum(taus) == lam, f"shares_{g}"
-            for order, tau in zip(orders, taus, strict=True):
-                ring_terms.append((g, order, tau))
-                k = len(order)
-                for i in range(k):
-                    demand[order[i]][order[(i + 1) % k]] += grp.edge_bytes / V * tau
+            ring_terms += _exact.ring_choice(prob, lam, g, totient_orders(grp.members),
+                                             grp.edge_bytes / V, demand)
         D = None
     else:
         rings = _rings(instance, mode)

@@ -143,15 +143,7 @@ def build_flow_milp(n, d, regular, cands, w, sources, symmetric, chosen=()):
               for s in sources}
     taus = []
     for g, vol, orders in chosen:
-        ts = [prob.add_variable(f"tau_{g}_{c}", 0) for c in range(len(orders))]
-        prob += pulp.lpSum(ts) == lam, f"shares_{g}"
-        for order, tau in zip(orders, ts, strict=True):
-            taus.append((g, order, tau))
-            k = len(order)
-            for i in range(k):
-                a, b = order[i], order[(i + 1) % k]
-                if a in demand:
-                    demand[a][b] = demand[a].get(b, 0) + float(vol) * tau
+        taus += _exact.ring_choice(prob, lam, g, orders, float(vol), demand, sources=demand)
     coins = _coins(n, cands)
     f = {(s, i, c): prob.add_variable(f"f_{s}_{i}_{c}", 0) for s in sources for i in range(n)
          for c, _ in coins}
