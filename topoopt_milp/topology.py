@@ -13,6 +13,7 @@ instance plus ring orders into commodities.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -225,3 +226,38 @@ def commodities_for(instance: Instance, rings: Sequence[Ring]) -> list[Commodity
             Commodity(r.order[i], r.order[(i + 1) % k], vol, "ar", r.group) for i in range(k)
         )
     return out
+
+
+def rings_along_jumps(rings: Sequence[Ring], topology: Topology) -> tuple[Ring, ...]:
+    """Lay rings of coset groups along a circulant topology's jumps.
+
+    A group that is a coset ``{s, s + n/g, ...}`` gets the order ``s, s + p, s + 2p, ...`` for
+    the smallest topology jump ``p = (n/g) m`` with ``gcd(m, g) = 1`` whose links exist, so
+    every ring edge is one link; the reverse half of a default ring (its order is not
+    ascending) gets that order backwards. Other rings are returned unchanged."""
+    if not topology.jumps:
+        return tuple(rings)
+    out = []
+    for r in rings:
+        order = _coset_order(topology, r.order)
+        if order is not None and r.order != tuple(sorted(r.order)):
+            order = (order[0], *reversed(order[1:]))
+        out.append(r if order is None else Ring(r.group, order, r.share))
+    return tuple(out)
+
+
+def _coset_order(topology: Topology, members: Sequence[int]) -> tuple[int, ...] | None:
+    n, g = topology.n, len(members)
+    if n % g:
+        return None
+    step = n // g
+    s = min(members)
+    if sorted(members) != sorted((s + k * step) % n for k in range(g)):
+        return None
+    for p in sorted({min(p % n, -p % n) for p in topology.jumps}):
+        if p % step or math.gcd(p // step, g) != 1:
+            continue
+        order = tuple((s + k * p) % n for k in range(g))
+        if all(topology.links[order[k], order[(k + 1) % g]] > 0 for k in range(g)):
+            return order
+    return None

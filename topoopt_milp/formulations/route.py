@@ -47,11 +47,9 @@ the scale in ``SolveResult.scale``). Warm-started from shortest paths (candidate
 
 Ring orders
 -----------
-From ``options.warm_start.routing.rings`` when given. Otherwise, for a circulant topology and a
-group that is a coset ``{s, s + n/g, ...}``, the TotientPerms order ``s, s + p, s + 2p, ...``
-for the smallest topology jump ``p`` with ``p = (n/g) m``, ``gcd(m, g) = 1`` -- every ring edge
-is then one link (and its reverse for the reverse half of the default ring). Other groups keep
-the default rings (:func:`default_rings`).
+From ``options.warm_start.routing.rings`` when given, else the default rings laid along the
+jumps of a circulant topology (:func:`~topoopt_milp.topology.rings_along_jumps`: every ring
+edge of a coset group is then one link).
 
 The fractional LP runs HiGHS interior point *without crossover* by default (``lp_algorithm``
 ``ipm``): the flows are decomposed into paths, so a vertex solution is not needed; set
@@ -81,7 +79,16 @@ from ..backends.cpsat_backend import solve_cpsat as run_cpsat
 from ..backends.pulp_backend import MatrixModel, solve_model
 from ..instance import Instance
 from ..result import SolveOptions, SolveResult, Status
-from ..topology import Commodity, Path, Ring, Routing, Topology, commodities_for, default_rings
+from ..topology import (
+    Commodity,
+    Path,
+    Ring,
+    Routing,
+    Topology,
+    commodities_for,
+    default_rings,
+    rings_along_jumps,
+)
 from . import _exact
 from .flow_paths import decompose_flow
 
@@ -135,37 +142,12 @@ def fixed_topology(instance: Instance, options: SolveOptions) -> Topology:
 
 
 def ring_orders(instance: Instance, topology: Topology, options: SolveOptions) -> tuple[Ring, ...]:
-    """Ring orders to route (see the module docstring)."""
+    """Ring orders to route: the warm start's, else the default rings laid along the jumps of
+    a circulant topology (:func:`~topoopt_milp.topology.rings_along_jumps`)."""
     ws = options.warm_start
     if ws is not None and ws.routing is not None and ws.routing.rings:
         return tuple(ws.routing.rings)
-    rings = list(default_rings(instance))
-    if topology.jumps:
-        for k, r in enumerate(rings):
-            order = _coset_order(topology, r.order)
-            if order is None:
-                continue
-            if r.order != tuple(sorted(r.order)):  # the reverse half of the default ring
-                order = (order[0], *reversed(order[1:]))
-            rings[k] = Ring(r.group, order, r.share)
-    return tuple(rings)
-
-
-def _coset_order(topology: Topology, members: Sequence[int]) -> tuple[int, ...] | None:
-    n, g = topology.n, len(members)
-    if n % g:
-        return None
-    step = n // g
-    s = min(members)
-    if sorted(members) != sorted((s + k * step) % n for k in range(g)):
-        return None
-    for p in sorted({min(p % n, -p % n) for p in topology.jumps}):
-        if p % step or math.gcd(p // step, g) != 1:
-            continue
-        order = tuple((s + k * p) % n for k in range(g))
-        if all(topology.links[order[k], order[(k + 1) % g]] > 0 for k in range(g)):
-            return order
-    return None
+    return rings_along_jumps(default_rings(instance), topology)
 
 
 def build_problem(instance: Instance, options: SolveOptions) -> RouteProblem:
