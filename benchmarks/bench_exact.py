@@ -34,7 +34,7 @@ from topoopt_milp.check import check_solution
 from topoopt_milp.evaluate import evaluate
 from topoopt_milp.generators import dlrm
 from topoopt_milp.instance import make_instance
-from topoopt_milp.result import SolveOptions, Status, solution_dict
+from topoopt_milp.result import Status, finite_json, solution_dict
 
 
 def ring_traffic(n: int, d: int):
@@ -57,13 +57,13 @@ def joint_instance(n: int, d: int):
 
 def run(method: str, inst, **opts) -> dict:
     t0 = time.perf_counter()
-    res = registry.solve(inst, method, SolveOptions(**opts))
+    res = registry.solve(inst, method, **opts)
     wall = time.perf_counter() - t0
     metrics = None if res.topology is None else evaluate(inst, res.topology, res.routing)
-    problems = check_solution(inst.to_dict(), solution_dict(res, inst, metrics))
+    problems = check_solution(inst.to_dict(), finite_json(solution_dict(res, inst, metrics)))
     row = {
         "method": method, "instance": inst.name, "n": inst.n, "d": inst.degree,
-        "opts": {k: v for k, v in opts.items() if k != "extra"} | opts.get("extra", {}),
+        "opts": opts,
         "status": res.status.value, "objective": res.objective, "bound": res.bound,
         "gap": res.gap, "wall_s": round(wall, 3), "solver_s": round(res.runtime_s, 3),
         "check": "ok" if not problems else f"{len(problems)} violations",
@@ -114,7 +114,7 @@ def alloc_targets(budget: float) -> list[dict]:
     inst = dlrm(8, 4, seed=0)
     rows = [run("alloc-milp", inst, time_limit=budget),
             run("alloc-milp", inst, time_limit=budget, solver="cbc"),
-            run("alloc-milp", inst, time_limit=budget, extra={"rings": "choose"}),
+            run("alloc-milp", inst, time_limit=budget, rings="choose"),
             run("alloc-cpsat", inst, time_limit=budget)]
     return rows
 

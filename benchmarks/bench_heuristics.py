@@ -23,10 +23,10 @@ import time
 
 import numpy as np
 
+from topoopt_milp import registry
 from topoopt_milp.evaluate import evaluate
-from topoopt_milp.heuristics import topology_finder, totient
+from topoopt_milp.heuristics import topology_finder
 from topoopt_milp.instance import make_instance
-from topoopt_milp.result import SolveOptions
 
 
 def case_tf_large() -> tuple:
@@ -39,7 +39,7 @@ def case_tf_large() -> tuple:
             pairs.add((a, b))
     mp = [(a, b, float(rng.uniform(1e6, 1e8))) for a, b in sorted(pairs)]
     inst = make_instance(n, d, 100.0, allreduce=[(range(n), 4e9)], mp=mp, name="tf-n1024")
-    return inst, SolveOptions(split="all_ar")
+    return inst, registry.get("topologyfinder").options({"split": "all_ar"})
 
 
 def case_tf_dense() -> tuple:
@@ -47,7 +47,7 @@ def case_tf_dense() -> tuple:
     rng = np.random.default_rng(1)
     mp = [(i, j, float(rng.uniform(1e6, 1e8))) for i in range(n) for j in range(n) if i != j]
     inst = make_instance(n, d, 100.0, allreduce=[(range(n), 1e9)], mp=mp, name="tf-n128-dense")
-    return inst, SolveOptions(split="proportional")
+    return inst, registry.get("topologyfinder").options({"split": "proportional"})
 
 
 def time_method(solver, inst, options, repeat):
@@ -78,14 +78,14 @@ def main() -> None:
     rows.append(("TopologyFinder n=128 d=8 proportional, AR + dense MP", rt, wall, 5.0,
                  f"{res.message} T={res.objective:.4g}s"))
     if not args.skip_all_pairs:
-        opts = opts.with_(extra={"matching_top_k": "all"})
+        opts = opts.with_(method=opts.method.with_(matching_top_k="all"))
         rt, wall, res = time_method(topology_finder.solve, inst, opts, args.repeat)
         rows.append(("  same, matching_top_k='all' (for comparison)", rt, wall, None,
                      f"{res.message} T={res.objective:.4g}s"))
 
     n = 128
     inst = make_instance(n, 8, 100.0, mp=[(i, j, 1e7) for i in range(n) for j in range(n) if i != j])
-    res = totient.solve(inst, SolveOptions())
+    res = registry.solve(inst, "totientperms")
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()

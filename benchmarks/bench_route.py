@@ -31,19 +31,19 @@ import time
 
 import networkx as nx
 
+from topoopt_milp import registry
 from topoopt_milp.check import check_solution
 from topoopt_milp.evaluate import evaluate
-from topoopt_milp.formulations import route
 from topoopt_milp.instance import make_instance
-from topoopt_milp.result import SolveOptions, solution_dict
+from topoopt_milp.result import finite_json, solution_dict
 from topoopt_milp.topology import Topology
 
 JUMPS = {4: (1, 5), 8: (1, 5, 13, 39)}
 ALGOS = {
-    "simplex": ("simplex", {}),
-    "ipm": ("ipm", {}),  # route default: no crossover
-    "ipm+crossover": ("ipm", {"crossover": "on"}),
-    "pdlp": ("pdlp", {}),
+    "simplex": {"lp_algorithm": "simplex"},
+    "ipm": {"lp_algorithm": "ipm"},  # route default: no crossover
+    "ipm+crossover": {"lp_algorithm": "ipm", "crossover": "on"},
+    "pdlp": {"lp_algorithm": "pdlp"},
 }
 
 
@@ -61,16 +61,15 @@ def random_regular(n: int, d: int, seed: int = 0) -> Topology:
 
 
 def run(label, inst, topo, form, algo, time_limit):
-    lp_algo, extra = ALGOS[algo]
-    opts = SolveOptions(topology=topo, lp_algorithm=lp_algo, time_limit=time_limit,
-                        extra={"formulation": form, **extra})
     t0 = time.perf_counter()
-    res = route.solve_milp(inst, opts)
+    res = registry.solve(inst.with_topology(topo.links), "route-milp", formulation=form,
+                         time_limit=time_limit, **ALGOS[algo])
     wall = time.perf_counter() - t0
     ok = "-"
     if res.status.has_solution:
         metrics = evaluate(inst, res.topology, res.routing)
-        ok = "ok" if not check_solution(inst.to_dict(), solution_dict(res, inst, metrics)) else "BAD"
+        problems = check_solution(inst.to_dict(), finite_json(solution_dict(res, inst, metrics)))
+        ok = "ok" if not problems else "BAD"
     obj = "-" if res.objective is None else f"{res.objective:.6g}"
     print(f"{label:<24} {form:<10} {algo:<14} {res.status.value:<11} {obj:>12} "
           f"{res.runtime_s:>8.2f} {wall:>8.2f} {ok:>7}", flush=True)

@@ -10,7 +10,8 @@ from ortools.sat.python import cp_model
 
 from topoopt_milp.backends.cpsat_backend import solve_cpsat
 from topoopt_milp.backends.pulp_backend import pulp_to_matrix, solve_pulp
-from topoopt_milp.result import SolveOptions, Status
+from topoopt_milp.params import SolveOptions, SolverParams
+from topoopt_milp.result import Status
 
 SOLVERS = ("highs", "cbc")
 
@@ -19,7 +20,7 @@ def small_mip() -> pulp.LpProblem:
     """max 5a + 4b + 3c  s.t. 2a + 3b + c <= 5, 4a + b + 2c <= 11, 3a + 4b + 2c <= 8, ints.
     Optimum 13 at (a, b, c) = (2, 0, 1); the LP relaxation is 13 as well."""
     p = pulp.LpProblem("small", pulp.LpMaximize)
-    a, b, c = (pulp.LpVariable(x, 0, None, cat="Integer") for x in "abc")
+    a, b, c = (p.add_variable(x, 0, None, cat="Integer") for x in "abc")
     p += 5 * a + 4 * b + 3 * c
     p += 2 * a + 3 * b + c <= 5
     p += 4 * a + b + 2 * c <= 11
@@ -45,9 +46,9 @@ def hard_mip(m: int = 5, seed: int = 3) -> pulp.LpProblem:
     rows = market_split(m, seed)
     n = len(rows[0][0])
     p = pulp.LpProblem("hard", pulp.LpMinimize)
-    x = [pulp.LpVariable(f"x{j}", 0, 1, cat="Integer") for j in range(n)]
-    sp = [pulp.LpVariable(f"sp{i}", 0) for i in range(m)]
-    sm = [pulp.LpVariable(f"sm{i}", 0) for i in range(m)]
+    x = [p.add_variable(f"x{j}", 0, 1, cat="Integer") for j in range(n)]
+    sp = [p.add_variable(f"sp{i}", 0) for i in range(m)]
+    sm = [p.add_variable(f"sm{i}", 0) for i in range(m)]
     p += pulp.lpSum(sp) + pulp.lpSum(sm)
     for i, (a, b) in enumerate(rows):
         p += pulp.lpSum(aj * xj for aj, xj in zip(a, x, strict=True)) + sp[i] - sm[i] == b
@@ -56,7 +57,7 @@ def hard_mip(m: int = 5, seed: int = 3) -> pulp.LpProblem:
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_small_mip_optimal(solver):
-    out = solve_pulp(small_mip(), SolveOptions(solver=solver))
+    out = solve_pulp(small_mip(), SolveOptions(solver=SolverParams(solver=solver)))
     assert out.status is Status.OPTIMAL
     assert out.objective == pytest.approx(13)
     assert out.bound == pytest.approx(13, rel=1e-6)
@@ -67,12 +68,12 @@ def test_small_mip_optimal(solver):
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_lp_optimal_with_dual_bound(solver):
     p = pulp.LpProblem("lp", pulp.LpMinimize)
-    x = pulp.LpVariable("x", 0)
-    y = pulp.LpVariable("y", 0)
+    x = p.add_variable("x", 0)
+    y = p.add_variable("y", 0)
     p += x + 2 * y + 1  # objective constant must survive the conversion
     p += x + y >= 3
     p += x <= 2
-    out = solve_pulp(p, SolveOptions(solver=solver, lp_algorithm="simplex"))
+    out = solve_pulp(p, SolveOptions(solver=SolverParams(solver=solver, lp_algorithm="simplex")))
     assert out.status is Status.OPTIMAL
     assert out.objective == pytest.approx(5)  # x = 2, y = 1
     assert out.bound == pytest.approx(5)
@@ -81,10 +82,10 @@ def test_lp_optimal_with_dual_bound(solver):
 @pytest.mark.parametrize("algo", ["simplex", "ipm", "pdlp"])
 def test_highs_lp_algorithms_agree(algo):
     p = pulp.LpProblem("lp", pulp.LpMaximize)
-    x = [pulp.LpVariable(f"x{i}", 0, 1) for i in range(6)]
+    x = [p.add_variable(f"x{i}", 0, 1) for i in range(6)]
     p += pulp.lpSum((i + 1) * v for i, v in enumerate(x))
     p += pulp.lpSum(x) <= 2.5
-    out = solve_pulp(p, SolveOptions(lp_algorithm=algo))
+    out = solve_pulp(p, SolveOptions(solver=SolverParams(lp_algorithm=algo)))
     assert out.status is Status.OPTIMAL
     assert out.objective == pytest.approx(6 + 5 + 2, rel=1e-4)
 
@@ -92,10 +93,10 @@ def test_highs_lp_algorithms_agree(algo):
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_infeasible(solver):
     p = pulp.LpProblem("inf", pulp.LpMinimize)
-    x = pulp.LpVariable("x", 0, 10, cat="Integer")
+    x = p.add_variable("x", 0, 10, cat="Integer")
     p += x
     p += 2 * x == 7  # no integer solution
-    out = solve_pulp(p, SolveOptions(solver=solver))
+    out = solve_pulp(p, SolveOptions(solver=SolverParams(solver=solver)))
     assert out.status is Status.INFEASIBLE
     assert out.objective is None and out.values == {}
 
@@ -103,7 +104,8 @@ def test_infeasible(solver):
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_time_limit_is_never_optimal(solver):
     """A MILP that cannot be closed in 0.5 s: incumbent + bound (or no solution), not optimal."""
-    out = solve_pulp(hard_mip(), SolveOptions(solver=solver, time_limit=0.5, mip_gap=0.0))
+    out = solve_pulp(hard_mip(), SolveOptions(solver=SolverParams(solver=solver, time_limit=0.5,
+                                                                  mip_gap=0.0)))
     assert out.status in (Status.FEASIBLE, Status.NO_SOLUTION), out.message
     assert out.runtime_s < 10
     if out.status is Status.FEASIBLE:
@@ -115,7 +117,7 @@ def test_time_limit_is_never_optimal(solver):
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_warm_start_is_accepted(solver):
     p = small_mip()
-    out = solve_pulp(p, SolveOptions(solver=solver), warm_start={"a": 2, "b": 0, "c": 1})
+    out = solve_pulp(p, SolveOptions(solver=SolverParams(solver=solver)), warm_start={"a": 2, "b": 0, "c": 1})
     assert out.status is Status.OPTIMAL and out.objective == pytest.approx(13)
 
 
@@ -177,7 +179,7 @@ def test_cpsat_time_limit_is_never_optimal():
         model.Add(expr <= e)
         model.Add(-expr <= e)
     model.Minimize(sum(dev))
-    out, _ = solve_cpsat(model, SolveOptions(time_limit=0.5, mip_gap=0.0))
+    out, _ = solve_cpsat(model, SolveOptions(solver=SolverParams(time_limit=0.5, mip_gap=0.0)))
     assert out.status in (Status.FEASIBLE, Status.NO_SOLUTION), out.message
     if out.status is Status.FEASIBLE:
         assert out.bound < out.objective

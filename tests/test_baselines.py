@@ -4,18 +4,19 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from topoopt_milp import registry
 from topoopt_milp.check import check_solution
+from topoopt_milp.circulant import circulant_jumps
 from topoopt_milp.evaluate import evaluate, ideal_switch_time
 from topoopt_milp.heuristics import baselines as bl
 from topoopt_milp.heuristics.support import (
-    circulant_jumps,
     components,
     connect_components,
     fill_free_ports,
 )
 from topoopt_milp.instance import make_instance
 from topoopt_milp.registry import solve
-from topoopt_milp.result import SolveOptions, Status, solution_dict
+from topoopt_milp.result import Status, finite_json, solution_dict
 from topoopt_milp.topology import Topology
 
 B1 = 8e-9  # 1 byte/s: times equal bytes
@@ -28,7 +29,7 @@ def all_to_all(n, d, **kw):
 
 def assert_valid(inst, res):
     metrics = evaluate(inst, res.topology, res.routing)
-    assert check_solution(inst.to_dict(), solution_dict(res, inst, metrics)) == []
+    assert check_solution(inst.to_dict(), finite_json(solution_dict(res, inst, metrics))) == []
     assert res.status is Status.FEASIBLE and res.bound is None
 
 
@@ -36,7 +37,7 @@ def assert_valid(inst, res):
 @pytest.mark.parametrize("n,d", [(5, 2), (7, 4), (8, 2), (10, 6), (9, 2)])
 def test_ring_graph_and_ecmp_closed_form(n, d):
     inst = all_to_all(n, d)
-    res = solve(inst, "ring", SolveOptions(routing="ecmp"))
+    res = solve(inst, 'ring', routing='ecmp')
     topo = res.topology
     assert (topo.degrees() == d).all()
     assert topo.diameter() == n // 2
@@ -84,7 +85,7 @@ def test_torus_ecmp_closed_form(k):
     # k x k torus, k odd, per-path ECMP: by symmetry every arc carries the same load,
     # total byte-hops D * n * 2k (k^2-1)/4 over 4n arcs -> D k (k^2-1)/8
     inst = all_to_all(k * k, 4)
-    res = solve(inst, "torus", SolveOptions(routing="ecmp"))
+    res = solve(inst, 'torus', routing='ecmp')
     assert res.objective == pytest.approx(D * k * (k * k - 1) / 8)
     assert_valid(inst, res)
 
@@ -94,7 +95,7 @@ def test_torus_ecmp_closed_form(k):
 def test_hypercube_graph_and_ecmp_closed_form(dim):
     n = 2**dim
     inst = all_to_all(n, dim)
-    res = solve(inst, "hypercube", SolveOptions(routing="ecmp"))
+    res = solve(inst, 'hypercube', routing='ecmp')
     g = res.topology.graph()
     assert nx.is_isomorphic(g, nx.hypercube_graph(dim))
     assert res.topology.diameter() == dim
@@ -116,7 +117,7 @@ def test_hypercube_impossible_sizes():
 def test_expander_complete_graph_closed_form():
     n = 6
     inst = all_to_all(n, n - 1)
-    res = solve(inst, "expander", SolveOptions(routing="ecmp"))
+    res = solve(inst, 'expander', routing='ecmp')
     assert (res.topology.links == 1 - np.eye(n, dtype=int)).all()
     assert res.objective == pytest.approx(D)  # every arc carries exactly its own pair
     assert_valid(inst, res)
@@ -126,8 +127,8 @@ def test_expander_complete_graph_closed_form():
 def test_expander_regular_seeded_connected(n, d):
     regular = n * d % 2 == 0
     inst = all_to_all(n, d, regular=regular)
-    a = solve(inst, "expander", SolveOptions(seed=1))
-    b = solve(inst, "expander", SolveOptions(seed=1))
+    a = solve(inst, 'expander', seed=1)
+    b = solve(inst, 'expander', seed=1)
     assert (a.topology.links == b.topology.links).all() and a.routing == b.routing
     deg = a.topology.degrees()
     if regular:
@@ -136,7 +137,7 @@ def test_expander_regular_seeded_connected(n, d):
         assert deg.max() <= d and deg.sum() == n * d - 1
     assert a.topology.is_connected()
     assert_valid(inst, a)
-    others = [solve(inst, "expander", SolveOptions(seed=s)).topology.links for s in range(2, 6)]
+    others = [solve(inst, 'expander', seed=s).topology.links for s in range(2, 6)]
     assert any((o != a.topology.links).any() for o in others)
 
 
@@ -175,7 +176,7 @@ def test_demand_greedy_random(seed):
           if a != b]
     inst = make_instance(n, d, B1, allreduce=[(rng.choice(n, 5, replace=False).tolist(), 40.0)],
                          mp=mp, regular=bool(seed % 2 == 0))
-    res = solve(inst, "demand-greedy", SolveOptions(seed=seed))
+    res = solve(inst, 'demand-greedy', seed=seed)
     assert res.topology.degrees().max() <= d
     if inst.regular:
         assert (res.topology.degrees() == d).all()
@@ -188,9 +189,9 @@ def test_demand_greedy_random(seed):
 def test_every_baseline_valid(method, routing):
     inst = make_instance(16, 4, B1, allreduce=[(range(0, 16, 2), 500.0)],
                          mp=[(1, 14, 30.0), (3, 8, 10.0), (15, 0, 5.0)])
-    res = solve(inst, method, SolveOptions(seed=2, routing=routing))
+    res = solve(inst, method, seed=2, routing=routing)
     assert res.method == method and res.seed == 2
-    assert res.params == SolveOptions(seed=2, routing=routing).as_params()
+    assert res.params == registry.get(method).options({"routing": routing}).as_params()
     assert res.runtime_s >= 0
     assert_valid(inst, res)
 

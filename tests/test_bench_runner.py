@@ -17,6 +17,7 @@ from topoopt_milp.bench.runner import build_tasks, find_instances, run_sweep
 from topoopt_milp.bench.store import RunStore, load_runs
 from topoopt_milp.bench.tables import instance_table
 from topoopt_milp.instance import make_instance
+from topoopt_milp.params import RoutingParams
 
 # Columns that do not depend on timing, host or the engine.
 DETERMINISTIC = ["run_key", "instance_name", "instance_hash", "family", "n", "method", "method_backend",
@@ -47,7 +48,8 @@ def lie(instance, options):
 def bad_methods(monkeypatch):
     for name in ("crash", "hang", "boom", "lie"):
         monkeypatch.setitem(registry.METHODS, f"test-{name}", registry.Method(
-            f"test-{name}", "heuristic", "heuristic", f"{__name__}:{name}", "test only"))
+            f"test-{name}", "alloc", "heuristic", "heuristic", f"{__name__}:{name}",
+            RoutingParams, "test only"))
 
 
 @pytest.fixture
@@ -119,8 +121,9 @@ import sys
 sys.path.insert(0, {tests!r})
 from topoopt_milp import registry
 from topoopt_milp.bench.runner import build_tasks, run_sweep
-registry.METHODS["test-hang"] = registry.Method("test-hang", "heuristic", "heuristic",
-                                                "test_bench_runner:hang", "test only")
+from topoopt_milp.params import RoutingParams
+registry.METHODS["test-hang"] = registry.Method("test-hang", "alloc", "heuristic", "heuristic",
+                                                "test_bench_runner:hang", RoutingParams, "test only")
 run_sweep(build_tasks([{inst!r}], ["test-hang"], seeds=2, time_limit=1, hard_limit=600),
           {store!r}, jobs=2, progress=False)
 """

@@ -14,7 +14,8 @@ def _rec(key="k1", **over):
     rec = {
         "run_key": key, "instance_name": "tiny", "instance_hash": "abc", "family": "small",
         "n": 6, "degree": 4, "link_gbps": 100.0, "instance_meta": {"family": "small"},
-        "method": "ring", "method_family": "heuristic", "method_backend": "heuristic",
+        "method": "ring", "method_problem": "alloc", "method_kind": "heuristic",
+        "method_backend": "heuristic",
         "params": {"time_limit": 5.0}, "seed": 0, "status": "feasible", "objective": 0.5,
         "bound": None, "runtime_s": 0.01, "metrics": {"comm_time_s": 0.5, "diameter": math.inf},
     }

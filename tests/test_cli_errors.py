@@ -14,8 +14,8 @@ import pytest
 from topoopt_milp import generators
 from topoopt_milp.cli import main
 from topoopt_milp.evaluate import evaluate
-from topoopt_milp.heuristics.routing import route
 from topoopt_milp.result import SolveResult, Status, write_solution
+from topoopt_milp.routing import route
 from topoopt_milp.topology import Topology, default_rings
 
 # broken instance file -> substring of the one error line

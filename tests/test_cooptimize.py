@@ -11,8 +11,8 @@ from topoopt_milp.check import check_solution
 from topoopt_milp.cli import main
 from topoopt_milp.cooptimize import CoOptConfig, FastComm, cooptimize
 from topoopt_milp.evaluate import comm_time, ideal_switch_time
-from topoopt_milp.heuristics.routing import route
 from topoopt_milp.instance import make_instance
+from topoopt_milp.routing import route
 from topoopt_milp.topology import Topology, default_rings
 from topoopt_milp.workloads.fabrics import CostModel, baselines
 from topoopt_milp.workloads.strategy import Strategy, data_parallel, pipeline

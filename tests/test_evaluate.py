@@ -40,8 +40,8 @@ from topoopt_milp.evaluate import (
     moore_lower_bound,
     moore_slots,
 )
-from topoopt_milp.heuristics.routing import route
 from topoopt_milp.instance import make_instance
+from topoopt_milp.routing import route
 from topoopt_milp.topology import Commodity, Ring, Routing, Topology, default_rings
 
 B_BYTES = 3.7e6  # bytes per ordered pair: realistic, and not a power of two

@@ -7,16 +7,15 @@ import pytest
 from topoopt_milp import registry
 from topoopt_milp.check import check_solution
 from topoopt_milp.evaluate import evaluate
-from topoopt_milp.formulations import alloc, joint
 from topoopt_milp.instance import make_instance
-from topoopt_milp.result import SolveOptions, Status, solution_dict
+from topoopt_milp.result import Status, finite_json, solution_dict
 
 S = 1.25e8  # bytes: one second on a 1 Gbps link
 
 
 def checked(inst, result):
     metrics = None if result.topology is None else evaluate(inst, result.topology, result.routing)
-    problems = check_solution(inst.to_dict(), solution_dict(result, inst, metrics))
+    problems = check_solution(inst.to_dict(), finite_json(solution_dict(result, inst, metrics)))
     assert problems == [], problems
     return result
 
@@ -44,12 +43,13 @@ def ring4():
 def test_hand_optima_highs_and_cpsat(make, R, frac, unsplit):
     inst = make()
     extra = {"rings_per_group": R, "auto_warm_start": False}
-    res = checked(inst, joint.solve_milp(inst, SolveOptions(time_limit=30, extra=extra)))
+    res = checked(inst, registry.solve(inst, "joint-milp", time_limit=30, **extra))
     assert res.status is Status.OPTIMAL
     assert res.objective == pytest.approx(frac, rel=1e-6)
     assert res.bound == pytest.approx(frac, rel=1e-6)
-    cp = checked(inst, joint.solve_cpsat(inst, SolveOptions(time_limit=30, extra=extra)))
-    assert cp.status is Status.OPTIMAL
+    cp = checked(inst, registry.solve(inst, "joint-cpsat", time_limit=30, **extra))
+    # restricted (equal shares, candidate paths): proven within its model only
+    assert cp.status is Status.FEASIBLE and cp.scope_status == "optimal"
     assert cp.objective == pytest.approx(unsplit, rel=1e-9)
     # the unsplittable optimum can never beat the fractional one
     assert cp.objective >= frac * (1 - 1e-9)
@@ -61,18 +61,18 @@ def test_hand_optima_highs_and_cpsat(make, R, frac, unsplit):
     "and HiGHS, CP-SAT and the fixed-integer CBC run all reach lambda = 1 (T = 0.75 s)"))
 def test_cbc_joint_optimality_claim():
     inst = ring4()
-    res = joint.solve_milp(inst, SolveOptions(solver="cbc", time_limit=30, extra={
-        "rings_per_group": 2, "auto_warm_start": False, "symmetry": False}))
+    res = registry.solve(inst, "joint-milp", solver='cbc', time_limit=30, rings_per_group=2,
+                         auto_warm_start=False, symmetry=False)
     assert res.objective == pytest.approx(0.75, rel=1e-6)
 
 
 def test_rings_are_hamiltonian_cycles_of_their_groups():
     inst = make_instance(5, 2, 1.0, allreduce=[(range(5), S), ([0, 2, 4], S / 2)],
                          mp=[(1, 3, S / 4)])
-    opts = SolveOptions(time_limit=30, extra={"rings_per_group": 1})
-    for res in (joint.solve_milp(inst, opts), joint.solve_cpsat(inst, opts)):
+    for res in (registry.solve(inst, m, time_limit=30, rings_per_group=1)
+                for m in ("joint-milp", "joint-cpsat")):
         checked(inst, res)
-        assert res.status is Status.OPTIMAL
+        assert Status.OPTIMAL in (res.status, res.scope_status)
         by_group = {r.group: r.order for r in res.routing.rings}
         assert sorted(by_group[0]) == [0, 1, 2, 3, 4]
         assert sorted(by_group[1]) == [0, 2, 4]
@@ -84,22 +84,22 @@ def test_choosing_rings_never_worse_than_given_rings():
     # default_rings) lie in the space of two free rings per group
     inst = make_instance(5, 2, 1.0, allreduce=[(range(5), S)],
                          mp=[(0, 2, S), (2, 0, S), (1, 3, S / 2)], regular=True)
-    given = checked(inst, alloc.solve_milp(inst, SolveOptions(time_limit=30)))
-    free = checked(inst, joint.solve_milp(inst, SolveOptions(time_limit=30)))
+    given = checked(inst, registry.solve(inst, "alloc-milp", time_limit=30))
+    free = checked(inst, registry.solve(inst, "joint-milp", time_limit=30))
     assert given.status is free.status is Status.OPTIMAL
     assert free.objective <= given.objective * (1 + 1e-6)
-    cp = checked(inst, joint.solve_cpsat(inst, SolveOptions(time_limit=30)))
+    cp = checked(inst, registry.solve(inst, "joint-cpsat", time_limit=30))
     assert cp.objective >= free.bound * (1 - 1e-6)
 
 
 def test_heuristics_never_beat_the_joint_optimum():
     inst = make_instance(6, 2, 1.0, allreduce=[(range(6), S)], mp=[(0, 3, S / 2), (3, 0, S / 2)])
-    opt = checked(inst, joint.solve_milp(inst, SolveOptions(time_limit=60)))
+    opt = checked(inst, registry.solve(inst, "joint-milp", time_limit=60))
     assert opt.status is Status.OPTIMAL
     for name in ("totientperms", "topologyfinder", "expander"):
         if not registry.available(name):
             continue
-        h = registry.solve(inst, name, SolveOptions(seed=2))
+        h = registry.solve(inst, name, seed=2)
         if h.topology is not None:
             assert h.objective >= opt.bound * (1 - 1e-6), name
 
@@ -107,7 +107,7 @@ def test_heuristics_never_beat_the_joint_optimum():
 def test_time_limited_run_returns_incumbent_and_bound():
     inst = make_instance(8, 4, 100.0, allreduce=[(range(8), 1e8)],
                          mp=[(0, 5, 3e7), (5, 0, 3e7), (2, 7, 1e7), (1, 6, 2e7)])
-    res = checked(inst, joint.solve_milp(inst, SolveOptions(time_limit=1)))
+    res = checked(inst, registry.solve(inst, "joint-milp", time_limit=1))
     assert res.status in (Status.FEASIBLE, Status.OPTIMAL)
     assert res.objective is not None and res.bound is not None
     assert res.bound <= res.objective
@@ -122,14 +122,13 @@ def test_restricted_cpsat_infeasibility_is_not_claimed():
     inst = make_instance(6, 2, 1.0, allreduce=[(range(6), S)],
                          mp=[(0, 2, S), (0, 3, S), (0, 4, S)])
     extra = {"max_multiplicity": 1, "auto_warm_start": False}
-    res = checked(inst, joint.solve_cpsat(inst, SolveOptions(k_paths=1, time_limit=10,
-                                                              extra=extra)))
+    res = checked(inst, registry.solve(inst, "joint-cpsat", k_paths=1, time_limit=10, **extra))
     assert res.status is Status.NO_SOLUTION
     assert res.topology is None
     # with a warm start, that start is returned instead of nothing
-    warm = joint.solve_milp(inst, SolveOptions(time_limit=10, extra=extra))
-    res = checked(inst, joint.solve_cpsat(inst, SolveOptions(k_paths=1, time_limit=10,
-                                                              warm_start=warm, extra=extra)))
+    warm = registry.solve(inst, "joint-milp", time_limit=10, **extra)
+    res = checked(inst, registry.solve(inst, "joint-cpsat", k_paths=1, time_limit=10, warm_start=warm,
+                                       **extra))
     assert res.status is Status.FEASIBLE
     assert "restricted model" in res.message
     assert (res.topology.links == warm.topology.links).all()
@@ -140,8 +139,8 @@ def test_cpsat_pieces_reach_the_fractional_optimum(make, splits, want):
     # the optimal splits are 1/3 (triangle) and 1/4 (C4): cut each commodity in that many pieces
     # and CP-SAT agrees with the MILP
     inst = make()
-    res = checked(inst, joint.solve_cpsat(inst, SolveOptions(
-        time_limit=30, k_paths=8, extra={"cpsat_splits": splits, "rings_per_group": 1})))
-    assert res.status is Status.OPTIMAL
+    res = checked(inst, registry.solve(inst, "joint-cpsat", time_limit=30, k_paths=8, cpsat_splits=splits,
+                                       rings_per_group=1))
+    assert res.scope_status == "optimal"
     assert res.objective == pytest.approx(want, rel=1e-9)
     assert res.bound == pytest.approx(want, rel=1e-9)

@@ -18,7 +18,9 @@ def _rec(key, inst, n, method, backend, status, obj, bound=None, rt=1.0, meta=No
     return {
         "run_key": key, "instance_name": inst, "instance_hash": "h" + inst, "family": "f", "n": n,
         "degree": 4, "link_gbps": gbps, "instance_meta": meta or {}, "method": method,
-        "method_family": "x", "method_backend": backend, "params": {}, "seed": 0, "status": status,
+        "method_problem": "x",
+        "method_kind": "heuristic" if backend == "heuristic" else "exact",
+        "method_backend": backend, "params": {}, "seed": 0, "status": status,
         "objective": obj, "bound": bound, "objective_kind": "comm_time", "runtime_s": rt,
         "metrics": {"lower_bound_s": 0.1, "iteration_time_s": it},
     }

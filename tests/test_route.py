@@ -11,12 +11,14 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from topoopt_milp import registry
 from topoopt_milp.check import check_solution
+from topoopt_milp.errors import InputError
 from topoopt_milp.evaluate import comm_time, evaluate, ideal_switch_time
 from topoopt_milp.formulations import route
-from topoopt_milp.heuristics.routing import route as heuristic_route
 from topoopt_milp.instance import make_instance
-from topoopt_milp.result import SolveOptions, SolveResult, Status, solution_dict
+from topoopt_milp.result import SolveResult, Status, finite_json, solution_dict
+from topoopt_milp.routing import route as heuristic_route
 from topoopt_milp.topology import Ring, Routing, Topology, default_rings
 
 GBPS = 100.0
@@ -56,7 +58,7 @@ def random_regular(n, d, seed):
 def assert_clean(inst, res: SolveResult):
     assert res.status.has_solution, res.message
     metrics = evaluate(inst, res.topology, res.routing)
-    assert check_solution(inst.to_dict(), solution_dict(res, inst, metrics)) == []
+    assert check_solution(inst.to_dict(), finite_json(solution_dict(res, inst, metrics))) == []
     assert res.objective == pytest.approx(comm_time(inst, res.topology, res.routing), rel=1e-12)
     assert res.bound is not None and res.bound <= res.objective * (1 + 1e-9)
 
@@ -85,7 +87,7 @@ def test_closed_form_max_concurrent_flow(name, topo, expected_hops):
     inst = all_to_all(n, d)
     expected = expected_hops * VOL / B
     assert byte_hop_value(topo) == pytest.approx(expected)
-    res = route.solve_milp(inst, SolveOptions(topology=topo, extra={"formulation": "source"}))
+    res = registry.solve(inst.with_topology(topo.links), "route-milp", formulation='source')
     assert res.status is Status.OPTIMAL
     assert res.objective == pytest.approx(expected, rel=1e-6)
     assert_clean(inst, res)
@@ -97,7 +99,7 @@ def test_closed_form_max_concurrent_flow(name, topo, expected_hops):
 def test_lp_beats_heuristics_on_random_regular(seed):
     topo = random_regular(12, 3 if seed % 2 else 4, seed)
     inst = all_to_all(12, int(topo.degrees().max()))
-    res = route.solve_milp(inst, SolveOptions(topology=topo))
+    res = registry.solve(inst.with_topology(topo.links), "route-milp")
     assert_clean(inst, res)
     for method in ("shortest", "ecmp"):
         t = comm_time(inst, topo, heuristic_route(inst, topo, (), method, seed))
@@ -112,7 +114,7 @@ def test_per_pair_source_and_symmetric_agree():
     inst = all_to_all(12, 4)
     vals = {}
     for form in ("source", "per-pair", "symmetric"):
-        res = route.solve_milp(inst, SolveOptions(topology=topo, extra={"formulation": form}))
+        res = registry.solve(inst.with_topology(topo.links), "route-milp", formulation=form)
         assert_clean(inst, res)
         assert f"formulation={form}" in res.message
         vals[form] = res.objective
@@ -126,9 +128,9 @@ def test_symmetric_auto_with_rotation_invariant_allreduce():
     # shift traffic (depends only on t - s) plus an AllReduce over everyone, ring order 0..n-1
     inst = make_instance(n, 4, GBPS, allreduce=[(range(n), 5e8)],
                          mp=[(i, (i + 2) % n, 3e6) for i in range(n)])
-    res_auto = route.solve_milp(inst, SolveOptions(topology=topo))
+    res_auto = registry.solve(inst.with_topology(topo.links), "route-milp")
     assert "formulation=symmetric" in res_auto.message
-    res_full = route.solve_milp(inst, SolveOptions(topology=topo, extra={"formulation": "source"}))
+    res_full = registry.solve(inst.with_topology(topo.links), "route-milp", formulation='source')
     assert res_auto.objective == pytest.approx(res_full.objective, rel=1e-6)
     assert_clean(inst, res_auto)
 
@@ -136,12 +138,13 @@ def test_symmetric_auto_with_rotation_invariant_allreduce():
 def test_symmetric_not_used_when_traffic_is_not_invariant():
     topo = Topology.circulant(8, [1, 3])
     inst = make_instance(8, 4, GBPS, mp=[(0, 4, 1e6), (1, 2, 5e5)])
-    P = route.build_problem(inst, SolveOptions(topology=topo))
+    P = route.build_problem(inst.with_topology(topo.links),
+                            registry.get("route-milp").options())
     assert not route.symmetric_applies(P)
-    res = route.solve_milp(inst, SolveOptions(topology=topo))
+    res = registry.solve(inst.with_topology(topo.links), "route-milp")
     assert "formulation=source" in res.message
     with pytest.raises(ValueError, match="symmetric"):
-        route.solve_milp(inst, SolveOptions(topology=topo, extra={"formulation": "symmetric"}))
+        registry.solve(inst.with_topology(topo.links), "route-milp", formulation='symmetric')
     # node 0 has 4 out-arcs, so 0 -> 4 alone needs 1e6 / 4 per arc; its 4 arc-disjoint two-hop
     # paths 0-1-4, 0-3-4, 0-7-4, 0-5-4 attain it, and 1 -> 2 fits beside them (1-2 direct
     # plus 1-6-7-... detours), so the optimum is exactly the cut bound
@@ -158,9 +161,10 @@ def test_highs_and_cbc_agree_on_lp_and_unsplittable():
     for variant in ("fractional", "unsplittable"):
         objs = {}
         for solver in ("highs", "cbc"):
-            res = route.solve_milp(inst, SolveOptions(topology=topo, variant=variant,
-                                                      solver=solver, k_paths=3, mip_gap=0.0))
-            assert res.status is Status.OPTIMAL, res.message
+            res = registry.solve(inst.with_topology(topo.links), "route-milp", variant=variant,
+                                 solver=solver, k_paths=3, mip_gap=0.0)
+            # unsplittable is a restriction: proven within its path set, reported as such
+            assert Status.OPTIMAL in (res.status, res.scope_status), res.message
             assert_clean(inst, res)
             objs[solver] = res.objective
         assert objs["highs"] == pytest.approx(objs["cbc"], rel=1e-6)
@@ -173,11 +177,10 @@ def test_cpsat_agrees_with_milp_within_scale():
     mp = [(int(s), int(t), float(rng.uniform(1e5, 3e6)))
           for s, t in itertools.permutations(range(8), 2) if rng.random() < 0.25]
     inst = make_instance(8, 4, GBPS, mp=mp, allreduce=[([0, 2, 4, 6], 2e6)])
-    milp = route.solve_milp(inst, SolveOptions(topology=topo, variant="unsplittable", k_paths=3,
-                                               mip_gap=0.0))
-    cp = route.solve_cpsat(inst, SolveOptions(topology=topo, k_paths=3, mip_gap=0.0,
-                                              time_limit=20))
-    assert milp.status is Status.OPTIMAL
+    milp = registry.solve(inst.with_topology(topo.links), "route-milp", variant='unsplittable', k_paths=3,
+                          mip_gap=0.0)
+    cp = registry.solve(inst.with_topology(topo.links), "route-cpsat", k_paths=3, mip_gap=0.0, time_limit=20)
+    assert milp.status is Status.FEASIBLE and milp.scope_status == "optimal"
     assert cp.status is Status.FEASIBLE  # optimal only for the rounded volumes
     assert cp.scale is not None and cp.scale > 0
     assert_clean(inst, cp)
@@ -190,9 +193,10 @@ def test_cpsat_agrees_with_milp_within_scale():
 def test_cpsat_exact_scale_is_optimal():
     topo = Topology.circulant(6, [1])
     inst = all_to_all(6, 2, vol=3e6)
-    cp = route.solve_cpsat(inst, SolveOptions(topology=topo, k_paths=2))
-    milp = route.solve_milp(inst, SolveOptions(topology=topo, variant="unsplittable", k_paths=2))
-    assert cp.status is Status.OPTIMAL and milp.status is Status.OPTIMAL
+    cp = registry.solve(inst.with_topology(topo.links), "route-cpsat", k_paths=2)
+    milp = registry.solve(inst.with_topology(topo.links), "route-milp", variant='unsplittable', k_paths=2)
+    assert cp.scope_status == "optimal" and milp.scope_status == "optimal"
+    assert cp.status is Status.FEASIBLE and milp.status is Status.FEASIBLE  # restricted models
     assert cp.objective == pytest.approx(milp.objective, rel=1e-9)
     assert cp.scale == pytest.approx(3e6)
 
@@ -201,16 +205,16 @@ def test_cpsat_exact_scale_is_optimal():
 def test_variant_ordering_and_ksp_on_ring_equals_lp():
     topo = random_regular(10, 3, 3)
     inst = all_to_all(10, 3)
-    res = {v: route.solve_milp(inst, SolveOptions(topology=topo, variant=v, k_paths=3))
-           for v in route.VARIANTS}
+    res = {v: registry.solve(inst.with_topology(topo.links), "route-milp", variant=v, k_paths=3)
+           for v in ("fractional", "ksp", "unsplittable")}
     for r in res.values():
         assert_clean(inst, r)
     assert res["fractional"].objective <= res["ksp"].objective * (1 + 1e-6)
     assert res["ksp"].objective <= res["unsplittable"].objective * (1 + 1e-6)
     ring = Topology.circulant(7, [1])  # two simple paths per pair: ksp with k = 2 is the LP
     inst7 = all_to_all(7, 2)
-    lp = route.solve_milp(inst7, SolveOptions(topology=ring))
-    ksp = route.solve_milp(inst7, SolveOptions(topology=ring, variant="ksp", k_paths=2))
+    lp = registry.solve(inst7.with_topology(ring.links), "route-milp")
+    ksp = registry.solve(inst7.with_topology(ring.links), "route-milp", variant='ksp', k_paths=2)
     assert ksp.objective == pytest.approx(lp.objective, rel=1e-6)
 
 
@@ -220,8 +224,8 @@ def test_unsplittable_time_limit_returns_incumbent_not_optimal():
     mp = [(int(s), int(t), float(rng.uniform(1e5, 1e6)))
           for s, t in itertools.permutations(range(16), 2) if rng.random() < 0.5]
     inst = make_instance(16, 4, GBPS, mp=mp)
-    res = route.solve_milp(inst, SolveOptions(topology=topo, variant="unsplittable", k_paths=4,
-                                              time_limit=0.5, mip_gap=0.0))
+    res = registry.solve(inst.with_topology(topo.links), "route-milp", variant='unsplittable', k_paths=4,
+                         time_limit=0.5, mip_gap=0.0)
     assert res.status in (Status.FEASIBLE, Status.NO_SOLUTION)
     if res.status is Status.FEASIBLE:
         assert_clean(inst, res)
@@ -231,10 +235,10 @@ def test_unsplittable_time_limit_returns_incumbent_not_optimal():
 def test_coset_ring_orders_follow_jumps_and_warm_start_rings_are_used():
     topo = Topology.circulant(8, [3])  # one 8-cycle 0-3-6-1-4-7-2-5
     inst = make_instance(8, 2, GBPS, allreduce=[(range(8), 1e8)])
-    rings = route.ring_orders(inst, topo, SolveOptions(topology=topo))
+    rings = route.ring_orders(inst, topo, registry.get("route-milp").options())
     assert rings[0].order == (0, 3, 6, 1, 4, 7, 2, 5)
     assert rings[1].order == (0, 5, 2, 7, 4, 1, 6, 3)  # the reverse half of the default ring
-    res = route.solve_milp(inst, SolveOptions(topology=topo))
+    res = registry.solve(inst.with_topology(topo.links), "route-milp")
     assert_clean(inst, res)
     edge = inst.allreduce[0].edge_bytes
     # every ring edge is one link and each direction carries half the volume: edge / 2 per
@@ -244,7 +248,7 @@ def test_coset_ring_orders_follow_jumps_and_warm_start_rings_are_used():
     # listed order 0..7 on the same topology would route i -> i+1 over 3 hops
     given = Routing((Ring(0, tuple(range(8)), 1.0),), ())
     ws = SolveResult("x", Status.FEASIBLE, 1.0, None, 0.0, topo, given)
-    res2 = route.solve_milp(inst, SolveOptions(topology=topo, warm_start=ws))
+    res2 = registry.solve(inst.with_topology(topo.links, ws.routing.rings), "route-milp")
     assert res2.routing.rings[0].order == tuple(range(8))
     # i -> i+1 is 3 hops forward or 5 back: 3x = 5 (1 - x), x = 5/8, load 15/8 of an edge
     assert res2.objective == pytest.approx(15 / 8 * edge / B, rel=1e-6)
@@ -252,22 +256,22 @@ def test_coset_ring_orders_follow_jumps_and_warm_start_rings_are_used():
 
 
 def test_missing_topology_is_a_clear_error():
-    with pytest.raises(ValueError, match="route-milp needs --topology"):
-        route.solve_milp(all_to_all(4, 2), SolveOptions())
+    with pytest.raises(InputError, match="route family solves the routing on a fixed topology"):
+        registry.solve(all_to_all(4, 2), "route-milp")
 
 
 def test_disconnected_pair_is_a_clear_error():
     topo = Topology.from_link_list(4, [[0, 1, 1], [2, 3, 1]])
     inst = make_instance(4, 1, GBPS, regular=False, mp=[(0, 3, 1.0)])
     with pytest.raises(ValueError, match="no path from 0 to 3"):
-        route.solve_milp(inst, SolveOptions(topology=topo))
+        registry.solve(inst.with_topology(topo.links), "route-milp")
 
 
 def test_parallel_links_add_capacity_and_export(tmp_path):
     topo = Topology.from_link_list(4, [[0, 1, 2], [1, 2, 1], [0, 2, 1]])  # node 3 unused
     inst = make_instance(4, 3, GBPS, regular=False, mp=[(0, 1, 6e6)])
     path = tmp_path / "route.mps"
-    res = route.solve_milp(inst, SolveOptions(topology=topo, export=str(path)))
+    res = registry.solve(inst.with_topology(topo.links), "route-milp", export=str(path))
     # direct arc has 2 links, detour 0-2-1 has 1: split 4:2, load/cap = 2e6 / B
     assert res.objective == pytest.approx(2e6 / B, rel=1e-6)
     assert path.stat().st_size > 0
@@ -277,7 +281,7 @@ def test_parallel_links_add_capacity_and_export(tmp_path):
 def test_latency_makes_the_lp_a_feasible_answer_with_valid_bound():
     topo = Topology.circulant(6, [1])
     inst = all_to_all(6, 2, latency_us=5.0)
-    res = route.solve_milp(inst, SolveOptions(topology=topo))
+    res = registry.solve(inst.with_topology(topo.links), "route-milp")
     assert_clean(inst, res)
     assert res.bound >= 3 * 5e-6  # diameter 3 hops of latency at least
     assert math.isfinite(res.objective)
@@ -287,8 +291,8 @@ def test_latency_makes_the_lp_a_feasible_answer_with_valid_bound():
 def test_lp_algorithms_agree(algo):
     topo = random_regular(12, 4, 5)
     inst = all_to_all(12, 4)
-    ref = route.solve_milp(inst, SolveOptions(topology=topo, lp_algorithm="simplex"))
-    res = route.solve_milp(inst, SolveOptions(topology=topo, lp_algorithm=algo))
+    ref = registry.solve(inst.with_topology(topo.links), "route-milp", lp_algorithm='simplex')
+    res = registry.solve(inst.with_topology(topo.links), "route-milp", lp_algorithm=algo)
     assert_clean(inst, res)
     assert res.objective == pytest.approx(ref.objective, rel=1e-4)
 
@@ -329,14 +333,13 @@ def test_cli_route_on_a_fixed_topology(runner, tmp_path):
             # same topology and ring orders (from the warm start): the LP can only improve
             assert sol["objective"] <= heur_obj * (1 + 1e-7)
     r = runner.invoke(main, ["solve", str(ipath), "-m", "route-milp", "--out", str(out)])
-    assert r.exit_code == 2 and "route-milp needs --topology" in r.output
+    assert r.exit_code == 2 and "--topology SOL.json" in r.output
 
 
 def test_fractional_time_limit_is_never_optimal():
     topo = random_regular(48, 4, 2)
     inst = all_to_all(48, 4)
-    res = route.solve_milp(inst, SolveOptions(topology=topo, time_limit=0.02,
-                                              extra={"formulation": "source"}))
+    res = registry.solve(inst.with_topology(topo.links), "route-milp", time_limit=0.02, formulation='source')
     assert res.status in (Status.FEASIBLE, Status.NO_SOLUTION), res.message
     if res.status is Status.FEASIBLE:
         assert_clean(inst, res)

@@ -3,13 +3,13 @@
 import pytest
 
 from topoopt_milp.evaluate import comm_time
-from topoopt_milp.heuristics.routing import (
+from topoopt_milp.instance import make_instance
+from topoopt_milp.routing import (
     RoutingError,
     all_shortest_paths,
     coin_change_table,
     route,
 )
-from topoopt_milp.instance import make_instance
 from topoopt_milp.topology import Topology
 
 

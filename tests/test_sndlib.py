@@ -7,11 +7,14 @@ import json
 
 import pytest
 
+from topoopt_milp import registry
 from topoopt_milp.cli import main
-from topoopt_milp.formulations import route
+from topoopt_milp.evaluate import shared_congestion as congestion
 from topoopt_milp.instance import InstanceError
-from topoopt_milp.result import SolveOptions, Status
-from topoopt_milp.sndlib import congestion, link_capacities, parse_sndlib, read_sndlib, sndlib_topology
+from topoopt_milp.result import Status
+from topoopt_milp.sndlib import parse_sndlib, read_sndlib
+from topoopt_milp.topology import fixed_topology as sndlib_topology
+from topoopt_milp.topology import link_capacities
 
 
 @pytest.fixture
@@ -60,7 +63,7 @@ def test_zero_capacity_link_is_absent_with_file_capacities(square):
 def test_min_congestion_by_hand(data_dir, fname, capacity, expected):
     inst = read_sndlib(data_dir / "sndlib" / fname, capacity=capacity)
     for solver in ("highs", "cbc"):
-        res = route.solve_milp(inst, SolveOptions(solver=solver))
+        res = registry.solve(inst, "route-milp", solver=solver)
         assert res.status is Status.OPTIMAL
         assert res.objective_kind == "max_link_utilization"
         assert res.objective == pytest.approx(expected, rel=1e-6)
@@ -70,7 +73,7 @@ def test_min_congestion_by_hand(data_dir, fname, capacity, expected):
 
 def test_opposite_directions_share_capacity(square):
     inst = read_sndlib(square)
-    res = route.solve_milp(inst, SolveOptions())
+    res = registry.solve(inst, "route-milp")
     # per-direction accounting would allow 3 / 3 = 1 (N1->N3 alone); sharing gives 4/3
     assert res.objective > 1.0 + 1e-6
 
@@ -78,10 +81,13 @@ def test_opposite_directions_share_capacity(square):
 def test_unsplittable_and_cpsat_on_sndlib(tri):
     inst = read_sndlib(tri, capacity="unit")
     # one path per demand: A->B direct (cap 2) -> 6, B->C direct -> 2
-    milp = route.solve_milp(inst, SolveOptions(variant="unsplittable"))
-    cp = route.solve_cpsat(inst, SolveOptions())
+    milp = registry.solve(inst, "route-milp", variant='unsplittable')
+    cp = registry.solve(inst, "route-cpsat")
     assert milp.objective == pytest.approx(6.0) and cp.objective == pytest.approx(6.0)
-    assert cp.status is Status.OPTIMAL
+    # one path per commodity is a restriction of the route problem: optimal within it only
+    for res in (milp, cp):
+        assert res.status is Status.FEASIBLE and res.scope_status == "optimal"
+        assert res.scope.restricted
 
 
 def test_parse_errors_name_the_problem():
@@ -129,10 +135,22 @@ def test_cpsat_with_real_valued_capacities():
       D3 ( D A ) 1 0.4 UNLIMITED
     )"""
     inst = parse_sndlib(text)
-    milp = route.solve_milp(inst, SolveOptions(variant="unsplittable", k_paths=3, mip_gap=0.0))
-    cp = route.solve_cpsat(inst, SolveOptions(k_paths=3, mip_gap=0.0))
-    assert milp.status is Status.OPTIMAL
+    milp = registry.solve(inst, "route-milp", variant='unsplittable', k_paths=3, mip_gap=0.0)
+    cp = registry.solve(inst, "route-cpsat", k_paths=3, mip_gap=0.0)
+    assert milp.status is Status.FEASIBLE and milp.scope_status == "optimal"  # unsplittable
     assert cp.status is Status.FEASIBLE  # capacities rounded: optimal for the rounded model only
     assert cp.objective == pytest.approx(congestion(inst, cp.routing), rel=1e-12)
     assert cp.objective <= milp.objective * (1 + 1e-3)
     assert cp.bound <= milp.objective * (1 + 1e-9)
+
+
+def test_capacity_modes_are_two_problems_with_two_hashes(tri):
+    """Regression (issue 8, case 3): the capacities live in the instance's typed, hashed
+    ``topology`` field, not in ``meta``, so ``file`` and ``unit`` reads of one network (optima
+    0.933 and 4.667) are different instances for run keys, bound grouping and ``evaluate``."""
+    file_caps, unit_caps = read_sndlib(tri), read_sndlib(tri, capacity="unit")
+    assert file_caps.content_hash() != unit_caps.content_hash()
+    assert "links" not in file_caps.meta["sndlib"]  # meta is provenance only
+    a = registry.solve(file_caps, "route-milp")
+    b = registry.solve(unit_caps, "route-milp")
+    assert a.objective == pytest.approx(14 / 15) and b.objective == pytest.approx(14 / 3)

@@ -12,42 +12,64 @@ import subprocess
 import pandas as pd
 import pytest
 
+from topoopt_milp.bench.gaps import bound_candidates, run_gaps
 from topoopt_milp.bench.store import RunStore, load_runs
 from topoopt_milp.bench.tables import (
-    best_bounds,
     family_table,
     instance_table,
     render,
-    run_gaps,
     shifted_geomean,
     table,
     wide_table,
 )
 from topoopt_milp.cli import main
+from topoopt_milp.scope import Scope
+
+ANY_TOTIENT = Scope(rings="totient").to_dict()
+CIRCULANT = Scope(topology="circulant", candidates=(1, 3), rings="totient").to_dict()
+RESTRICTED = Scope(routing="restricted", detail="k paths").to_dict()
 
 
-def _rec(key, inst, method, backend, status, obj, bound=None, seed=0, rt=1.0, lb=None, fam="f1", n=8):
+def _feat(jumps=(1, 3), totient=True):
+    return {"topology_hash": "t", "jumps": None if jumps is None else list(jumps),
+            "max_multiplicity": 1, "rings_totient": totient, "orders_per_group": 2,
+            "rings_hash": "r"}
+
+
+def _rec(key, inst, method, backend, status, obj, bound=None, seed=0, rt=1.0, lb=None, fam="f1",
+         n=8, scope=None, feat=None, kind=None):
+    kind = kind or ("heuristic" if backend == "heuristic" else "exact")
     return {
         "run_key": key, "instance_name": inst, "instance_hash": "h" + inst, "family": fam, "n": n,
         "degree": 4, "link_gbps": 100.0, "instance_meta": {}, "method": method,
-        "method_family": "heuristic" if backend == "heuristic" else "select", "method_backend": backend,
+        "method_problem": "select", "method_kind": kind, "method_backend": backend,
         "params": {}, "seed": seed, "status": status, "objective": obj, "bound": bound,
-        "objective_kind": "comm_time", "runtime_s": rt,
+        "objective_kind": "comm_time", "runtime_s": rt, "scope": scope,
+        "features": feat if feat is not None else (_feat() if obj is not None else None),
         "metrics": None if lb is None else {"lower_bound_s": lb, "iteration_time_s": obj},
     }
 
 
 RECORDS = [
-    # instance A: an optimal exact run, a feasible exact run with a weaker bound, two ring seeds
-    _rec("a1", "A", "select-milp", "milp", "optimal", 1.0, 1.0, rt=0.5, lb=0.5),
-    _rec("a2", "A", "alloc-milp", "milp", "feasible", 1.2, 0.9, rt=10.0, lb=0.5),
+    # instance A: an optimal circulant bound, a weaker bound on every topology, two ring seeds
+    _rec("a1", "A", "select-milp", "milp", "optimal", 1.0, 1.0, rt=0.5, lb=0.5, scope=CIRCULANT),
+    _rec("a2", "A", "alloc-milp", "milp", "feasible", 1.2, 0.9, rt=10.0, lb=0.5, scope=ANY_TOTIENT,
+         feat=_feat(jumps=None)),
     _rec("a3", "A", "ring", "heuristic", "feasible", 2.0, seed=0, rt=0.0, lb=0.5),
     _rec("a4", "A", "ring", "heuristic", "feasible", 1.5, seed=1, rt=3.0, lb=0.5),
+    # not a circulant: only the alloc-milp bound (0.9) and the analytic one cover it
+    _rec("a5", "A", "expander", "heuristic", "feasible", 1.8, lb=0.5, feat=_feat(jumps=None)),
+    # rings outside the TotientPerms orders: only the analytic bound covers it
+    _rec("a6", "A", "joint-milp", "milp", "feasible", 0.95, lb=0.5, feat=_feat(None, False),
+         scope=Scope(rings="orders", rings_per_group=2).to_dict()),
+    # a restricted model's bound above everyone's objective: it must bound nothing but itself
+    _rec("a7", "A", "alloc-cpsat", "cpsat", "feasible", 2.5, 2.4, lb=0.5, scope=RESTRICTED,
+         kind="restricted", feat=_feat(jumps=None)),
     # instance B: heuristics only -> the analytic bound; one ring seed crashed
     _rec("b1", "B", "ring", "heuristic", "feasible", 4.0, seed=0, rt=1.0, lb=1.0, n=16),
     _rec("b2", "B", "ring", "heuristic", "error", None, seed=1, rt=None, n=16),
     # instance C (another family): an error row's bound must not count
-    _rec("c1", "C", "select-milp", "milp", "error", None, 5.0, fam="f2"),
+    _rec("c1", "C", "select-milp", "milp", "error", None, 5.0, fam="f2", scope=CIRCULANT),
     _rec("c2", "C", "ring", "heuristic", "feasible", 2.0, lb=1.0, fam="f2"),
 ]
 
@@ -68,24 +90,45 @@ def test_shifted_geomean_formula():
     assert math.isnan(shifted_geomean([]))
 
 
-def test_best_bound_sources(runs):
-    bb = best_bounds(runs).set_index("instance_hash")
-    assert bb.loc["hA", "best_bound"] == 1.0 and bb.loc["hA", "bound_source"] == "select-milp"
-    assert bb.loc["hB", "best_bound"] == 1.0 and bb.loc["hB", "bound_source"] == "analytic"
-    assert bb.loc["hC", "bound_source"] == "analytic"  # the error row's 5.0 is ignored
-    only_alloc = best_bounds(runs, bound_methods=["alloc-milp"]).set_index("instance_hash")
-    assert only_alloc.loc["hA", "best_bound"] == 0.9
-    no_lb = best_bounds(runs, analytic=False)
-    assert set(no_lb["instance_hash"]) == {"hA"}
+def test_bound_candidates_skip_errors_and_keep_scopes(runs):
+    c = bound_candidates(runs)
+    assert set(c[c.instance_hash == "hC"]["source"]) == {"analytic"}  # error row's 5.0 ignored
+    assert set(c[c.instance_hash == "hA"]["source"]) == {"select-milp", "alloc-milp",
+                                                       "alloc-cpsat", "analytic"}
+    assert set(bound_candidates(runs, analytic=False)["source"]) == {"select-milp", "alloc-milp",
+                                                                     "alloc-cpsat"}
 
 
-def test_run_gaps(runs):
-    g = run_gaps(runs).set_index("run_key")["gap_pct"]
-    assert g["a1"] == pytest.approx(0.0)
-    assert g["a2"] == pytest.approx(100 * 0.2 / 1.2)
-    assert g["a3"] == pytest.approx(50.0) and g["a4"] == pytest.approx(100 / 3)
-    assert g["b1"] == pytest.approx(75.0)
-    assert math.isnan(g["b2"]) and math.isnan(g["c1"])
+def test_run_gaps_use_only_covering_bounds(runs):
+    g = run_gaps(runs).set_index("run_key")
+    gap, src = g["gap_pct"], g["bound_source"]
+    assert gap["a1"] == pytest.approx(0.0) and src["a1"] == "select-milp"
+    # alloc-milp's own solution is no circulant: select-milp's 1.0 does not cover it
+    assert src["a2"] == "alloc-milp" and gap["a2"] == pytest.approx(100 * 0.3 / 1.2)
+    assert src["a3"] == "select-milp"
+    assert gap["a3"] == pytest.approx(50.0) and gap["a4"] == pytest.approx(100 / 3)
+    assert src["a5"] == "alloc-milp" and gap["a5"] == pytest.approx(50.0)
+    # joint-milp's free rings lie outside both ring spaces (a 1.0 bound would give a negative gap)
+    assert src["a6"] == "analytic" and gap["a6"] == pytest.approx(100 * 0.45 / 0.95)
+    # the restricted model's 2.4 bounds nobody, itself included by default
+    assert src["a7"] == "alloc-milp" and (gap.drop("a7").dropna() >= 0).all()
+    assert g["ratio"]["a3"] == pytest.approx(2.0)
+    assert gap["b1"] == pytest.approx(75.0)
+    assert math.isnan(gap["b2"]) and math.isnan(gap["c1"])
+    only_alloc = run_gaps(runs, bound_methods=["alloc-milp"]).set_index("run_key")
+    assert only_alloc["bound_source"]["a3"] == "alloc-milp"
+    no_lb = run_gaps(runs, analytic=False).set_index("run_key")
+    assert math.isnan(no_lb["gap_pct"]["b1"]) and math.isnan(no_lb["gap_pct"]["a6"])
+
+
+def test_negative_gap_is_an_error_not_a_number():
+    bad = pd.DataFrame([
+        _rec("x1", "X", "alloc-milp", "milp", "feasible", 1.0, 1.5, scope=ANY_TOTIENT),
+        _rec("x2", "X", "ring", "heuristic", "feasible", 1.2),
+    ])
+    g = run_gaps(bad).set_index("run_key")
+    assert math.isnan(g["gap_pct"]["x2"]) and "exceeds the objective" in g["gap_error"]["x2"]
+    assert family_table(bad).set_index("method").loc["ring", "gap_errors"] == 1
 
 
 def test_instance_table_aggregates_seeds(runs):
@@ -98,18 +141,23 @@ def test_instance_table_aggregates_seeds(runs):
     ring_b = t[(t.instance == "B") & (t.method == "ring")].iloc[0]
     assert ring_b["status"] in ("feasible 1, error 1", "error 1, feasible 1")
     assert ring_b["objective"] == 4.0 and ring_b["bound_source"] == "analytic"
-    assert list(t["instance"]) == ["A", "A", "A", "B", "C", "C"]  # family, then n
+    assert "every topology" in ring_b["bound_scope"]
+    assert list(t["instance"]) == ["A"] * 6 + ["B", "C", "C"]  # family, then n
 
 
 def test_family_table(runs):
     f = family_table(runs).set_index(["family", "method"])
     ring = f.loc[("f1", "ring")]
-    assert (ring["instances"], ring["runs"], ring["optimal"], ring["errors"]) == (2, 4, 0, 1)
+    assert (ring["instances"], ring["runs"], ring["optimal"], ring["error"]) == (2, 4, 0, 1)
+    assert ring["feasible"] == 3 and ring["infeasible"] == 0 and ring["no_solution"] == 0
+    assert ring["bound_sources"] == "select-milp 2, analytic 1"
     assert ring["mean_gap_pct"] == pytest.approx((50 + 100 / 3 + 75) / 3)
     assert ring["max_gap_pct"] == pytest.approx(75.0)
     assert ring["sgm_runtime_s"] == pytest.approx(1.0)  # runtimes 0, 3, 1 with shift 1
     assert f.loc[("f1", "select-milp"), "optimal"] == 1
-    assert f.loc[("f2", "select-milp"), "errors"] == 1
+    assert f.loc[("f2", "select-milp"), "error"] == 1
+    # a restricted model proving its own optimum is not counted as optimal
+    assert f.loc[("f1", "alloc-cpsat"), "optimal"] == 0
 
 
 def test_latex_booktabs_and_escaping(runs):
@@ -127,7 +175,8 @@ def test_latex_booktabs_and_escaping(runs):
 def test_markdown_and_csv(runs):
     md = table(runs, "family", "md")
     lines = md.strip().splitlines()
-    assert lines[0].startswith("| family") and len(lines) == 2 + len(family_table(runs))
+    assert "whose scope contains the solution" in lines[0]  # the caption names the bounds
+    assert lines[2].startswith("| family") and len(lines) == 4 + len(family_table(runs))
     assert "52.78" in md  # mean gap of ring in f1, 2 decimals
     csv = table(runs, "family", "csv")
     back = pd.read_csv(io.StringIO(csv))
@@ -153,18 +202,23 @@ def test_table_cli(runs, tmp_path):
 
 
 def test_wide_table(runs):
-    w = wide_table(runs).set_index("instance")
-    assert list(w.columns) == ["family", "n", "best_bound", "bound_source",
-                               "alloc-milp", "ring", "select-milp"]
+    w, key = wide_table(runs)
+    w = w.set_index("instance")
+    assert list(w.columns) == ["family", "n", "alloc-cpsat", "alloc-milp", "expander",
+                               "joint-milp", "ring", "select-milp"]
     assert w.loc["A", "ring"] == pytest.approx((50 + 100 / 3) / 2)
     assert w.loc["A", "select-milp"] == pytest.approx(0.0)
     assert math.isnan(w.loc["B", "select-milp"])  # never run there
-    assert w.loc["B", "best_bound"] == 1.0 and w.loc["B", "bound_source"] == "analytic"
-    no_bound = wide_table(runs, "objective", analytic=False).set_index("instance")
-    assert math.isnan(no_bound.loc["B", "best_bound"]) and no_bound.loc["B", "ring"] == 4.0
+    letters = key["legend"]
+    assert letters[key["cells"][("f1", "A", "ring")]].startswith("select-milp [circulants")
+    assert letters[key["cells"][("f1", "A", "joint-milp")]].startswith("analytic")
+    no_bound, _ = wide_table(runs, "objective", analytic=False)
+    assert no_bound.set_index("instance").loc["B", "ring"] == 4.0
     tex = table(runs, "instance", "latex", wide="gap_pct")
-    assert r"\toprule" in tex and "ring" in tex and "41.67" in tex
+    assert r"\toprule" in tex and "ring" in tex and "41.67" in tex and r"\textsuperscript{" in tex
     assert not re.search(r"(?<!\\)[_%#]", tex), "unescaped LaTeX special (the caption says [%])"
+    md = table(runs, "instance", "md", wide="gap_pct")
+    assert "Bounds: a = " in md and "41.67 (" in md
     with pytest.raises(ValueError, match="value"):
         wide_table(runs, "bound")
 

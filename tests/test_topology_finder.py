@@ -3,24 +3,24 @@
 import numpy as np
 import pytest
 
+from topoopt_milp import registry
 from topoopt_milp.check import check_solution
 from topoopt_milp.evaluate import evaluate
 from topoopt_milp.heuristics.topology_finder import (
     degree_split,
     matching_top_k,
     mp_matching_links,
-    solve,
 )
 from topoopt_milp.heuristics.totient import totient_jumps
 from topoopt_milp.instance import make_instance
-from topoopt_milp.result import SolveOptions, Status, solution_dict
+from topoopt_milp.result import Status, finite_json, solution_dict
 
 B1 = 8e-9  # 1 byte/s
 
 
 def assert_valid(inst, res):
     metrics = evaluate(inst, res.topology, res.routing)
-    assert check_solution(inst.to_dict(), solution_dict(res, inst, metrics)) == []
+    assert check_solution(inst.to_dict(), finite_json(solution_dict(res, inst, metrics))) == []
 
 
 def traffic(n, d, ar_bytes, mp_bytes, **kw):
@@ -94,7 +94,7 @@ def test_matching_ignores_zero_demand_and_respects_rounds():
 # -- whole method -------------------------------------------------------------------------------------
 def test_all_ar_on_the_whole_cluster_is_totientperms():
     inst = traffic(16, 4, 1e3, 1e2)
-    res = solve(inst, SolveOptions(split="all_ar"))
+    res = registry.solve(inst, 'topologyfinder', split='all_ar')
     assert res.topology.jumps == totient_jumps(16, 4)
     assert res.routing.commodities[0].paths  # coin-change by default on the circulant
     assert "d_AR=4 d_MP=0" in res.message
@@ -109,7 +109,7 @@ def test_proportional_mixes_rings_and_matchings():
     inst = make_instance(n, d, B1, allreduce=[(range(n), 200.0)], mp=mp)
     d_ar, d_mp = degree_split(inst)
     assert d_ar >= 2 and d_mp >= 1 and d_ar + d_mp == d
-    res = solve(inst, SolveOptions())
+    res = registry.solve(inst, 'topologyfinder')
     assert res.status is Status.FEASIBLE
     assert (res.topology.degrees() == d).all()
     assert res.topology.is_connected()
@@ -121,7 +121,7 @@ def test_pure_mp_uses_blossom_links():
     # two heavy pairs and nothing else: with d = 2 each pair gets both of its ports, and
     # the components are not joined (no traffic between them)
     inst = make_instance(6, 2, B1, mp=[(0, 1, 50.0), (2, 3, 40.0)], regular=False)
-    res = solve(inst, SolveOptions())
+    res = registry.solve(inst, 'topologyfinder')
     L = res.topology.links
     assert L[0, 1] == 2 and L[2, 3] == 2
     assert res.objective == pytest.approx(25.0)  # 50 bytes over 2 links at 1 byte/s
@@ -142,7 +142,7 @@ def test_random_instances_valid_and_within_budget(split, seed):
           if a != b]
     regular = bool(n * d % 2 == 0 and rng.random() < 0.7)
     inst = make_instance(n, d, B1, allreduce=groups, mp=mp, regular=regular)
-    res = solve(inst, SolveOptions(split=split, seed=seed))
+    res = registry.solve(inst, 'topologyfinder', split=split, seed=seed)
     deg = res.topology.degrees()
     assert deg.max() <= d
     if regular:
@@ -153,8 +153,8 @@ def test_random_instances_valid_and_within_budget(split, seed):
 
 def test_seeded_runs_are_reproducible():
     inst = traffic(10, 4, 50.0, 500.0)
-    a = solve(inst, SolveOptions(seed=7, routing="shortest"))
-    b = solve(inst, SolveOptions(seed=7, routing="shortest"))
+    a = registry.solve(inst, 'topologyfinder', seed=7, routing='shortest')
+    b = registry.solve(inst, 'topologyfinder', seed=7, routing='shortest')
     assert (a.topology.links == b.topology.links).all()
     assert a.routing == b.routing and a.objective == b.objective
 
@@ -174,12 +174,12 @@ def test_matching_top_k_option():
     assert mp_matching_links(mp, 3, top_k=2).sum(axis=1).max() <= 3
     inst = make_instance(n, 4, B1, mp=[(i, j, float(mp[i, j])) for i in range(n) for j in range(n)
                                        if i != j])
-    res = solve(inst, SolveOptions(extra={"matching_top_k": 3}))
+    res = registry.solve(inst, 'topologyfinder', matching_top_k=3)
     assert res.params["matching_top_k"] == 3 and "matching=top-3" in res.message
     assert (res.topology.degrees() == 4).all()
     assert_valid(inst, res)
     with pytest.raises(ValueError, match="matching_top_k"):
-        solve(inst, SolveOptions(extra={"matching_top_k": 0}))
+        registry.solve(inst, 'topologyfinder', matching_top_k=0)
 
 
 def test_matching_top_k_auto():
@@ -193,4 +193,4 @@ def test_matching_top_k_auto():
     sparse[0, 1:] = 1.0  # 39 pairs: every pair kept
     assert matching_top_k(sparse, 4) is None
     inst = make_instance(12, 4, B1, mp=[(0, 5, 3.0), (2, 7, 1.0)])
-    assert "matching=all pairs" in solve(inst, SolveOptions()).message
+    assert "matching=all pairs" in registry.solve(inst, 'topologyfinder').message

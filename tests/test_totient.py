@@ -5,17 +5,17 @@ from math import gcd
 import numpy as np
 import pytest
 
+from topoopt_milp import registry
 from topoopt_milp.check import check_solution
 from topoopt_milp.evaluate import evaluate, ideal_switch_time
 from topoopt_milp.heuristics.totient import (
     allreduce_topology,
     candidates,
     select_permutations,
-    solve,
     totient_jumps,
 )
 from topoopt_milp.instance import make_instance
-from topoopt_milp.result import SolveOptions, Status, solution_dict
+from topoopt_milp.result import Status, finite_json, solution_dict
 from topoopt_milp.topology import Topology
 
 B1 = 8e-9  # link_gbps giving 1 byte/s, so times equal bytes
@@ -27,7 +27,7 @@ def phi(g):
 
 def assert_valid(inst, res):
     metrics = evaluate(inst, res.topology, res.routing)
-    problems = check_solution(inst.to_dict(), solution_dict(res, inst, metrics))
+    problems = check_solution(inst.to_dict(), finite_json(solution_dict(res, inst, metrics)))
     assert problems == []
 
 
@@ -143,7 +143,7 @@ def test_whole_cluster_allreduce_by_hand():
     # a quarter of 2*7/8*S, i.e. 0.4375 S bytes -- exactly the ideal switch time 1.75 S / (4 B).
     s = 1000.0
     inst = make_instance(8, 4, B1, allreduce=[(range(8), s)])
-    res = solve(inst, SolveOptions())
+    res = registry.solve(inst, 'totientperms')
     assert res.status is Status.FEASIBLE and res.bound is None
     assert res.topology.jumps == (1, 3)
     assert [r.order for r in res.routing.rings] == [
@@ -152,10 +152,11 @@ def test_whole_cluster_allreduce_by_hand():
     assert [r.share for r in res.routing.rings] == [0.25] * 4
     assert res.objective == pytest.approx(0.4375 * s)
     assert res.objective == pytest.approx(ideal_switch_time(inst))
-    faithful = solve(inst, SolveOptions(faithful=True))  # one direction per ring: twice as slow
+    faithful = registry.solve(inst, 'totientperms', faithful=True)  # one direction per ring: twice as slow
     assert [r.share for r in faithful.routing.rings] == [0.5, 0.5]
     assert faithful.objective == pytest.approx(0.875 * s)
-    assert res.method == "totientperms" and res.params == SolveOptions().as_params()
+    assert res.method == "totientperms"
+    assert res.params == registry.get("totientperms").options().as_params()
     assert_valid(inst, res)
 
 
@@ -163,7 +164,7 @@ def test_coset_groups_are_circulant_with_connectivity_ring():
     n = 24
     groups = [(range(s, n, 3), 1e6) for s in range(3)]  # cosets of size 8, step 3
     inst = make_instance(n, 6, B1, allreduce=groups)
-    res = solve(inst, SolveOptions())
+    res = registry.solve(inst, 'totientperms')
     # ring jump 1 takes 2 ports, the groups get 4: local jumps {1, 3} -> global {3, 9}
     assert res.topology.jumps == (1, 3, 9)
     assert (res.topology.links == Topology.circulant(n, (1, 3, 9)).links).all()
@@ -194,7 +195,7 @@ def test_random_groups_never_exceed_the_budget(seed):
     mp = [(int(a), int(b), 1.0) for a, b in rng.integers(n, size=(5, 2)) if a != b]
     regular = bool(n * d % 2 == 0 and rng.random() < 0.7)
     inst = make_instance(n, d, B1, allreduce=groups, mp=mp, regular=regular)
-    res = solve(inst, SolveOptions(seed=seed))
+    res = registry.solve(inst, 'totientperms', seed=seed)
     deg = res.topology.degrees()
     assert deg.max() <= d
     if regular:
@@ -212,14 +213,14 @@ def test_overlapping_groups_split_ports_by_volume():
         tuple(range(8)), (0, 7, 6, 5, 4, 3, 2, 1), (0, 1, 2, 3), (0, 3, 2, 1)]
     assert list(L.sum(axis=1)) == [4, 4, 4, 4, 2, 2, 2, 2]
     assert L[0, 1] == 2 and L[3, 0] == 1 and L[3, 4] == 1
-    res = solve(inst, SolveOptions())  # regular: the free ports of 4..7 are filled
+    res = registry.solve(inst, 'totientperms')  # regular: the free ports of 4..7 are filled
     assert (res.topology.degrees() == 4).all()
     assert_valid(inst, res)
 
 
 def test_only_mp_traffic_gives_the_plain_circulant():
     inst = make_instance(16, 4, B1, mp=[(0, 9, 5.0), (3, 4, 1.0)])
-    res = solve(inst, SolveOptions())
+    res = registry.solve(inst, 'totientperms')
     assert res.topology.jumps == totient_jumps(16, 4)
     assert_valid(inst, res)
 
@@ -227,7 +228,7 @@ def test_only_mp_traffic_gives_the_plain_circulant():
 @pytest.mark.parametrize("routing", ["shortest", "ecmp", "coin-change"])
 def test_routing_option(routing):
     inst = make_instance(12, 4, B1, allreduce=[(range(12), 100.0)], mp=[(0, 6, 10.0)])
-    res = solve(inst, SolveOptions(routing=routing))
+    res = registry.solve(inst, 'totientperms', routing=routing)
     assert res.params["routing"] == routing
     assert_valid(inst, res)
 
@@ -235,14 +236,14 @@ def test_routing_option(routing):
 def test_faithful_odd_degree_is_a_value_error():
     inst = make_instance(8, 3, B1, allreduce=[(range(8), 1.0)])
     with pytest.raises(ValueError, match="degree"):
-        solve(inst, SolveOptions(faithful=True))
-    assert_valid(inst, solve(inst, SolveOptions()))
+        registry.solve(inst, 'totientperms', faithful=True)
+    assert_valid(inst, registry.solve(inst, 'totientperms'))
 
 
 def test_lp_routing_keeps_rings_and_does_not_lose():
     inst = make_instance(8, 4, B1, allreduce=[(range(8), 100.0)], mp=[(0, 5, 30.0), (2, 6, 10.0)])
-    base = solve(inst, SolveOptions())
-    lp = solve(inst, SolveOptions(routing="lp", time_limit=30))
+    base = registry.solve(inst, 'totientperms')
+    lp = registry.solve(inst, 'totientperms', routing='lp', time_limit=30)
     assert lp.routing.rings == base.routing.rings
     assert lp.objective <= base.objective * (1 + 1e-6)
     assert_valid(inst, lp)

@@ -1,18 +1,26 @@
 """topoopt_milp: exact models and TopoOpt heuristics for direct-connect DNN training fabrics.
 
-The one entry point for library users is :func:`solve`::
+The one entry point for library users is :func:`solve` (solve, evaluate and re-check with the
+independent checker); knobs are keywords, validated by the method's parameter class::
 
-    from topoopt_milp import Instance, solve
-    result = solve(Instance.load("instances/small/mixed-n8-d4.json"), "topologyfinder")
+    >>> from topoopt_milp import Instance, solve
+    >>> inst = Instance.load("instances/small/dlrm-n8-d4-s0.json")
+    >>> heuristic = solve(inst, "topologyfinder")
+    >>> exact = solve(inst, "alloc-milp", time_limit=30)
+    >>> exact.status.value, exact.objective <= heuristic.objective
+    ('optimal', True)
 """
 
+from .errors import InputError
 from .instance import AllReduceGroup, Instance, InstanceError
-from .registry import solve
-from .result import SolveOptions, SolveResult, Status
+from .params import ParamError, SolveOptions
+from .pipeline import solve_checked as solve
+from .result import SolveResult, Status
+from .scope import Scope
 from .topology import Routing, Topology
 
 __version__ = "0.1.0"
 __all__ = [
-    "AllReduceGroup", "Instance", "InstanceError", "Routing", "SolveOptions", "SolveResult",
-    "Status", "Topology", "solve",
+    "AllReduceGroup", "InputError", "Instance", "InstanceError", "ParamError", "Routing",
+    "Scope", "SolveOptions", "SolveResult", "Status", "Topology", "solve",
 ]

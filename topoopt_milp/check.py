@@ -12,8 +12,14 @@ there cannot hide itself here. It lists every violation it finds:
   right bytes;
 * paths: start at the source, end at the destination, follow existing links, fractions
   non-negative and summing to 1;
-* objective: the reported communication time equals the recomputed
-  ``max_a load(a) / (L_a B)`` (plus latency term), and the reported bound does not exceed it.
+* numbers: no number anywhere in the solution is infinite or NaN;
+* fixed topology: when the instance fixes one (the route family), the solution uses it;
+* objective: the reported objective equals the one recomputed for its kind --
+  ``comm_time`` ``max_a load(a) / (L_a B)`` (plus latency term), ``max_link_utilization``
+  (per arc, or per undirected link when the instance's capacities are shared), ``diameter``
+  (hop diameter of the links) or ``total_hops`` (``sum_c bytes_c dist(src_c, dst_c)``);
+* bound and status: the bound is non-negative and does not exceed the objective; a status of
+  ``optimal`` needs a bound within the run's MIP gap, and never comes from a restricted scope.
 """
 
 from __future__ import annotations
@@ -29,9 +35,24 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= REL_TOL * max(abs(a), abs(b)) + ABS_TOL
 
 
+def _non_finite(obj, where: str, out: list[str]) -> None:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        out.append(f"{where or 'solution'}: non-finite number {obj}")
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _non_finite(v, f"{where}.{k}" if where else str(k), out)
+    elif isinstance(obj, list):
+        for k, v in enumerate(obj):
+            _non_finite(v, f"{where}[{k}]", out)
+        return
+
+
 def check_solution(instance: dict, solution: dict) -> list[str]:
     """Return every violation of ``solution`` for ``instance`` (empty list: valid)."""
     problems: list[str] = []
+    _non_finite(solution, "", problems)
+    if problems:
+        return problems[:20]
     n, d = int(instance["n"]), int(instance["degree"])
     status = solution.get("status")
     topo = solution.get("topology")
@@ -67,6 +88,16 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
             problems.append(f"port budget: node {i} uses {p} ports > degree {d}")
         elif regular and p != d:
             problems.append(f"port budget: node {i} uses {p} ports, regular instance needs {d}")
+    fixed = instance.get("topology")
+    if fixed is not None:
+        want = {(int(i), int(j)): float(c) for i, j, c in fixed["links"]}
+        have = {(i, j): c for (i, j), c in links.items() if i < j}
+        if fixed.get("shared"):
+            extra = sorted(set(have) - set(want))
+            if extra:
+                problems.append(f"topology: link {extra[0]} is not in the instance's fixed topology")
+        elif have != {k: int(c) for k, c in want.items()}:
+            problems.append("topology: differs from the instance's fixed topology")
 
     # -- rings -----------------------------------------------------------------------
     groups = instance.get("allreduce", [])
@@ -131,11 +162,12 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
 
     # -- objective --------------------------------------------------------------------
     rate = float(instance["link_gbps"]) * 1.25e8
-    t_comm = 0.0
+    congestion = 0.0
     for (u, v), b in load.items():
         cap = links.get((u, v), 0) * rate
         if b > 0:
-            t_comm = max(t_comm, b / cap if cap > 0 else math.inf)
+            congestion = max(congestion, b / cap if cap > 0 else math.inf)
+    t_comm = congestion
     latency = float(instance.get("latency_us", 0.0))
     if latency > 0:
         t_comm += max_hops * latency * 1e-6
@@ -146,11 +178,79 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
         same = math.isinf(t_comm) if reported is None else _close(float(reported), t_comm)
         if not same:
             problems.append(f"metrics.comm_time_s: {reported} != recomputed {t_comm}")
-    if solution.get("objective_kind", "comm_time") == "comm_time":
-        obj = solution.get("objective")
-        if obj is None or not _close(float(obj), t_comm):
-            problems.append(f"objective: {obj} != recomputed communication time {t_comm}")
-        bound = solution.get("bound")
-        if bound is not None and float(bound) > t_comm * (1 + REL_TOL) + ABS_TOL:
-            problems.append(f"bound: {bound} exceeds the recomputed objective {t_comm}")
+    kind = solution.get("objective_kind", "comm_time")
+    if kind == "comm_time":
+        value = t_comm
+    elif kind == "max_link_utilization":
+        value = _shared_congestion(fixed, load, rate) if fixed and fixed.get("shared") \
+            else congestion
+    elif kind in ("diameter", "total_hops"):
+        dist = _hop_distances(n, links)
+        if kind == "diameter":
+            value = max((max(row) for row in dist), default=0.0)
+        else:
+            value = sum(float(c["bytes"]) * dist[int(c["src"])][int(c["dst"])]
+                        for c in routing.get("commodities", []))
+    else:
+        return problems + [f"objective_kind: unknown {kind!r}"]
+    return problems + _check_objective(solution, kind, value)
+
+
+def _check_objective(solution: dict, kind: str, value: float) -> list[str]:
+    problems = []
+    obj = solution.get("objective")
+    if obj is None or not (_close(float(obj), value) or math.isinf(value) and math.isinf(obj)):
+        problems.append(f"objective: {obj} != recomputed {kind} {value}")
+    bound = solution.get("bound")
+    if bound is not None:
+        if float(bound) < 0:
+            problems.append(f"bound: {bound} is negative")
+        if float(bound) > value * (1 + REL_TOL) + ABS_TOL:
+            problems.append(f"bound: {bound} exceeds the recomputed objective {value}")
+    if solution.get("status") == "optimal":
+        scope = solution.get("scope") or {}
+        if scope.get("routing") == "restricted":
+            problems.append("status: 'optimal' from a restricted model (its proof holds for that "
+                            "model only)")
+        params = solution.get("params") or {}
+        gap_tol = max(float(params.get("mip_gap") or 0.0), REL_TOL) + 1e-9
+        if bound is None or value > 0 and (value - float(bound)) / value > gap_tol:
+            problems.append(f"status: 'optimal' but the bound {bound} does not meet the "
+                            f"objective {value} within the MIP gap")
     return problems
+
+
+def _shared_congestion(fixed: dict, load: dict, rate: float) -> float:
+    caps = {(min(int(i), int(j)), max(int(i), int(j))): float(c) * rate
+            for i, j, c in fixed["links"]}
+    both: dict[tuple[int, int], float] = defaultdict(float)
+    for (u, v), b in load.items():
+        both[(min(u, v), max(u, v))] += b
+    worst = 0.0
+    for pair, b in both.items():
+        if b > 0:
+            c = caps.get(pair, 0.0)
+            worst = max(worst, b / c if c > 0 else math.inf)
+    return worst
+
+
+def _hop_distances(n: int, links: dict) -> list[list[float]]:
+    adj: dict[int, list[int]] = defaultdict(list)
+    for (u, v), c in links.items():
+        if c > 0:
+            adj[u].append(v)
+    dist = []
+    for s in range(n):
+        row = [math.inf] * n
+        row[s] = 0.0
+        frontier = [s]
+        while frontier:
+            nxt = []
+            for u in frontier:
+                for v in adj[u]:
+                    if row[v] == math.inf:
+                        row[v] = row[u] + 1
+                        nxt.append(v)
+            frontier = nxt
+        dist.append(row)
+    return dist

@@ -32,7 +32,7 @@ import pandas as pd
 from . import registry
 from .cooptimize import CoOptConfig, cooptimize
 from .evaluate import comm_time, iteration_time
-from .result import SolveOptions
+from .pipeline import solve_checked
 from .workloads.fabrics import CostModel, baselines
 from .workloads.strategy import data_parallel
 from .workloads.traffic import Workload
@@ -66,10 +66,9 @@ def _exact(inst, warm, tc: TableConfig) -> tuple[float | None, str]:
         return None, f"not run: n = {inst.n} > {tc.exact_max_n} (no proof in budget)"
     if not registry.available(tc.exact_method):
         return None, f"not run: {tc.exact_method} unavailable"
-    opts = SolveOptions(seed=tc.seed, time_limit=tc.exact_time_limit, warm_start=warm,
-                        extra={"rings": "choose"})
     try:
-        res = registry.solve(inst, tc.exact_method, opts)
+        res = solve_checked(inst, tc.exact_method, seed=tc.seed, warm_start=warm,
+                            time_limit=tc.exact_time_limit)
     except Exception as exc:  # an exact family failing must not lose the rest of the table
         log.warning("%s failed on %s: %s", tc.exact_method, inst.name, exc)
         return None, f"error: {exc}"[:80]
@@ -85,7 +84,7 @@ def table_row(model: str, n: int, d: int, gbps: float, tc: TableConfig) -> dict:
     m = get_model(model)
     w = Workload(m, n)
     cfg = CoOptConfig(method=tc.method, budget=tc.budget, seed=tc.seed, temperature=tc.temperature,
-                      schedule="every", k=tc.k, options=SolveOptions(seed=tc.seed))
+                      schedule="every", k=tc.k)
     res = cooptimize(w, d, gbps, data_parallel(m, n), cfg)
     fin = res.final
     exact_comm, exact_status = _exact(fin.instance, fin.result, tc)

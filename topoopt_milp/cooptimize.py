@@ -36,8 +36,9 @@ Topology schedule (``schedule``)
       topology, each round restarting from the round's best strategy, which the next
       topology is built for.
 
-    A rebuild calls ``registry.solve(instance, method, options)`` and yields the strategy's
-    *true* iteration time (the method's own topology and routing). The search returns the
+    A rebuild calls :func:`topoopt_milp.pipeline.solve_checked` (``method`` with its
+    ``method_knobs``) and yields the strategy's *true* iteration time (the method's own
+    topology and routing, re-checked independently). The search returns the
     strategy with the best true iteration time among all rebuilt ones, the start included,
     so it never returns a strategy worse than its start; the same seed gives the same
     trajectory (the generator is the only randomness, solver seeds are fixed).
@@ -58,7 +59,9 @@ from scipy.sparse.csgraph import shortest_path
 from . import registry
 from .evaluate import comm_time, iteration_time
 from .instance import Instance
-from .result import SolveOptions, SolveResult
+from .params import Params, knob
+from .pipeline import solve_checked
+from .result import SolveResult
 from .topology import Topology
 from .workloads.strategy import Strategy, divisors
 from .workloads.traffic import Traffic, Workload
@@ -108,27 +111,29 @@ class FastComm:
 
 
 @dataclass(frozen=True)
-class CoOptConfig:
-    """Search parameters (see the module docstring)."""
+class CoOptConfig(Params):
+    """Search parameters (see the module docstring); the command line's options come from
+    these fields."""
 
-    method: str = "topologyfinder"
-    budget: int = 1000
-    seed: int = 0
-    temperature: float = 0.05
-    schedule: str = "every"
-    k: int = 100
-    overlap: bool = False
-    true_pipeline: bool = True
-    options: SolveOptions = field(default_factory=SolveOptions)
+    method: str = knob("topologyfinder", "Registered method that builds the topology (see "
+                                         "`topoopt-milp methods`).", flag="--topology-method")
+    budget: int = knob(1000, "MCMC steps.", minimum=0)
+    seed: int = knob(0, "Seed of the search (and of the topology method).")
+    temperature: float = knob(0.05, "Relative Metropolis temperature: a move x percent worse is "
+                                    "accepted with probability exp(-x / (100 T)).", minimum=0)
+    schedule: str = knob("every", "Rebuild the topology after accepted moves, every K steps, or "
+                                  "alternate K coarse rounds.", choices=SCHEDULES)
+    k: int = knob(100, "Steps between rebuilds (every) or number of rounds (alternate).",
+                  minimum=1)
+    overlap: bool = knob(False, "Iteration time max(compute, comm) instead of compute + comm.")
+    true_pipeline: bool = knob(True, "Judge pipeline moves by a topology rebuild (their true "
+                                     "time) rather than the fast estimate.")
+    method_knobs: dict = field(default_factory=dict, metadata={
+        "help": "Knobs of the topology method (e.g. time_limit).", "cli": False})
 
     def __post_init__(self) -> None:
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule: unknown {self.schedule!r} (known: {', '.join(SCHEDULES)})")
-        if self.budget < 0 or self.k < 1:
-            raise ValueError("budget must be >= 0 and k >= 1")
-        if self.temperature < 0:
-            raise ValueError(f"temperature: must be >= 0, got {self.temperature}")
-        registry.get(self.method)  # unknown method -> UnknownMethodError naming it
+        super().__post_init__()
+        registry.get(self.method).options(self.method_knobs)  # unknown method / knob: named
 
 
 @dataclass
@@ -196,7 +201,7 @@ class _Search:
         """Build the topology for ``s`` with the chosen method and evaluate ``s`` on it."""
         inst = self.work.instance(s, self.degree, self.gbps,
                                   meta={"cooptimize_method": self.cfg.method})
-        res = registry.solve(inst, self.cfg.method, self.cfg.options.with_(seed=self.cfg.seed))
+        res = solve_checked(inst, self.cfg.method, seed=self.cfg.seed, **self.cfg.method_knobs)
         if not res.status.has_solution or res.topology is None:
             raise RuntimeError(f"{self.cfg.method} found no topology: {res.message}")
         comm = (comm_time(inst, res.topology, res.routing) if res.routing is not None

@@ -8,7 +8,13 @@ Communication time (fluid, bandwidth-bound)::
 
 ``max_link_utilization`` is the congestion ``max_a load(a) / cap(a)`` itself: the number of
 seconds the busiest arc needs per iteration. For byte volumes it equals the bandwidth term of
-``T_comm``; for rate demands (SNDlib) it is the classic dimensionless utilisation.
+``T_comm``; for rate demands on a fixed topology with capacities shared by both directions
+(SNDlib) it is the classic utilisation ``max_links (load(i->j) + load(j->i)) / cap(i, j)``
+(:func:`shared_congestion`).
+
+:func:`objective_value` is the one definition of every objective kind a method reports
+(``comm_time``, ``max_link_utilization``, ``diameter``, ``total_hops``); results and the
+independent checker both recompute objectives from the returned topology and routing.
 
 Lower bounds (no ``d``-port direct-connect topology beats them):
 
@@ -24,7 +30,9 @@ from __future__ import annotations
 import numpy as np
 
 from .instance import Instance
-from .topology import Routing, Topology
+from .topology import Routing, Topology, link_capacities
+
+OBJECTIVE_KINDS = ("comm_time", "max_link_utilization", "diameter", "total_hops")
 
 
 def arc_loads(n: int, routing: Routing) -> np.ndarray:
@@ -66,6 +74,44 @@ def comm_time(instance: Instance, topology: Topology, routing: Routing) -> float
     if instance.latency_us > 0:
         t += max_path_hops(routing) * instance.latency_us * 1e-6
     return t
+
+
+def shared_congestion(instance: Instance, routing: Routing) -> float:
+    """``max`` over the fixed topology's links of ``(load(i->j) + load(j->i)) / capacity``
+    (capacities shared by both directions); infinite if a path uses a pair without a link."""
+    caps = link_capacities(instance)
+    both = arc_loads(instance.n, routing)
+    both = both + both.T
+    worst = 0.0
+    for i, j in np.argwhere(np.triu(both, 1) > 0):
+        c = caps.get((int(i), int(j)), 0.0)
+        if c <= 0:
+            return float("inf")
+        worst = max(worst, float(both[i, j]) / c)
+    return worst
+
+
+def total_hops(topology: Topology, routing: Routing) -> float:
+    """Traffic-weighted hop distance ``sum_c bytes_c * dist(src_c, dst_c)`` (select's
+    ``total_hops`` objective; the distances are the topology's, whatever the paths)."""
+    dist = topology.hop_distances
+    return float(sum(c.bytes * dist[c.src, c.dst] for c in routing.commodities))
+
+
+def objective_value(instance: Instance, topology: Topology, routing: Routing,
+                    kind: str = "comm_time") -> float:
+    """The value of objective ``kind`` for a topology and routing (module docstring)."""
+    if kind == "comm_time":
+        return comm_time(instance, topology, routing)
+    if kind == "max_link_utilization":
+        if instance.topology is not None and instance.topology.shared:
+            return shared_congestion(instance, routing)
+        return congestion(topology, arc_loads(instance.n, routing), instance.link_bytes_per_s)
+    if kind == "diameter":
+        return topology.diameter()
+    if kind == "total_hops":
+        return total_hops(topology, routing)
+    raise ValueError(f"objective_kind: unknown {kind!r} (known: {', '.join(OBJECTIVE_KINDS)})")
 
 
 def iteration_time(instance: Instance, t_comm: float, overlap: bool = False) -> float:
@@ -126,8 +172,9 @@ def avg_hops(routing: Routing) -> float:
 def evaluate(instance: Instance, topology: Topology, routing: Routing) -> dict[str, float]:
     """All metrics of a (topology, routing) pair on an instance, as stored in solution files."""
     loads = arc_loads(instance.n, routing)
-    congest = congestion(topology, loads, instance.link_bytes_per_s)
-    t_comm = congest
+    t_comm = congestion(topology, loads, instance.link_bytes_per_s)
+    shared = instance.topology is not None and instance.topology.shared
+    congest = shared_congestion(instance, routing) if shared else t_comm
     if instance.latency_us > 0:
         t_comm += max_path_hops(routing) * instance.latency_us * 1e-6
     ideal = ideal_switch_time(instance)

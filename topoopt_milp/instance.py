@@ -8,7 +8,13 @@ An :class:`Instance` is what every method solves. It holds
 * the traffic of one iteration: AllReduce groups ``{members, bytes}`` (ring AllReduce, every
   member sends ``2 (k-1)/k * bytes`` to its ring successor) and model-parallel demands
   ``(src, dst, bytes)``;
-* ``compute_s``, the compute time of one iteration, a ``name`` and free-form ``meta``.
+* ``compute_s``, the compute time of one iteration, a ``name`` and free-form ``meta``;
+* optionally a fixed ``topology`` (:class:`FixedTopology`): the links (and, for SNDlib
+  networks, real capacities shared by both directions) and the AllReduce rings of a problem
+  whose topology is given -- the route family.
+
+Every input that changes an optimum is a typed field covered by :meth:`Instance.content_hash`;
+``meta`` is free-form provenance that no model reads and the hash ignores.
 
 Units follow DESIGN.md section 2: bytes, seconds, Gbps (1 Gbps = 1.25e8 bytes/s).
 
@@ -29,16 +35,19 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InputError
+
 FORMAT = "topoopt-instance/1"
 BYTES_PER_GBPS = 1.25e8  # 1 Gbps = 1e9 bit/s = 1.25e8 byte/s
 
 _REQUIRED = ("format", "n", "degree", "link_gbps")
 _OPTIONAL = (
     "name", "regular", "latency_us", "gpus_per_server", "allreduce", "mp", "compute_s", "meta",
+    "topology",
 )
 
 
-class InstanceError(ValueError):
+class InstanceError(InputError):
     """An instance (or a file claiming to be one) is malformed; the message names the field."""
 
 
@@ -57,6 +66,66 @@ class AllReduceGroup:
 
 
 @dataclass(frozen=True)
+class FixedTopology:
+    """A topology the instance fixes (the route family's problem; SNDlib networks).
+
+    ``links`` are ``(i, j, capacity)`` with ``i < j``, each pair once. Without ``shared`` the
+    capacity is a count of duplex links of ``link_gbps`` each (per direction), an integer, and
+    the links respect the port budget. With ``shared`` (SNDlib) the capacity is a real number
+    of ``link_gbps`` units shared by both directions (``load(i->j) + load(j->i) <= cap``).
+    ``rings`` fixes the AllReduce ring orders and shares, ``(group, order, share)``; ``None``
+    lets the route model lay its default rings."""
+
+    links: tuple[tuple[int, int, float], ...]
+    shared: bool = False
+    rings: tuple[tuple[int, tuple[int, ...], float], ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "links": [[i, j, c] for i, j, c in self.links], "shared": self.shared,
+            "rings": None if self.rings is None else [
+                {"group": g, "order": list(o), "share": sh} for g, o, sh in self.rings],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> FixedTopology:
+        if not isinstance(data, Mapping):
+            raise InstanceError("topology: expected an object with 'links' (and 'shared', 'rings')")
+        extra = sorted(set(data) - {"links", "shared", "rings"})
+        if extra:
+            raise InstanceError(f"topology.{extra[0]}: unknown field")
+        links = data.get("links")
+        if not isinstance(links, list):
+            raise InstanceError("topology.links: expected a list of [i, j, capacity]")
+        parsed = []
+        for k, row in enumerate(links):
+            if not isinstance(row, list) or len(row) != 3:
+                raise InstanceError(f"topology.links[{k}]: expected [i, j, capacity]")
+            parsed.append((_as_int(row[0], f"topology.links[{k}][0]"),
+                           _as_int(row[1], f"topology.links[{k}][1]"),
+                           _as_float(row[2], f"topology.links[{k}][2] (capacity)")))
+        shared = data.get("shared", False)
+        if not isinstance(shared, bool):
+            raise InstanceError("topology.shared: expected true or false")
+        rings = data.get("rings")
+        if rings is not None:
+            if not isinstance(rings, list):
+                raise InstanceError("topology.rings: expected a list of {group, order, share}")
+            out = []
+            for k, r in enumerate(rings):
+                where = f"topology.rings[{k}]"
+                if not isinstance(r, Mapping) or set(r) != {"group", "order", "share"}:
+                    raise InstanceError(f"{where}: expected an object with group, order, share")
+                if not isinstance(r["order"], list):
+                    raise InstanceError(f"{where}.order: expected a list of node ids")
+                out.append((_as_int(r["group"], f"{where}.group"),
+                            tuple(_as_int(v, f"{where}.order") for v in r["order"]),
+                            _as_float(r["share"], f"{where}.share")))
+            rings = tuple(out)
+        return cls(tuple(parsed), shared, rings)
+
+
+@dataclass(frozen=True)
 class Instance:
     """A cluster and the traffic of one training iteration (immutable, validated)."""
 
@@ -71,6 +140,7 @@ class Instance:
     compute_s: float = 0.0
     name: str = "instance"
     meta: Mapping[str, Any] = field(default_factory=dict)
+    topology: FixedTopology | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -115,6 +185,23 @@ class Instance:
             inn[idx] += g.edge_bytes
         return out, inn
 
+    def with_topology(self, links: np.ndarray, rings=None) -> Instance:
+        """This instance with a fixed duplex topology (link counts ``links``) and, optionally,
+        fixed ring orders ``rings`` (objects with ``group``, ``order``, ``share``)."""
+        L = np.asarray(links)
+        i, j = np.nonzero(np.triu(L))
+        fixed = FixedTopology(
+            tuple((int(a), int(b), float(L[a, b])) for a, b in zip(i, j, strict=True)),
+            rings=None if rings is None else tuple(
+                (int(r.group), tuple(int(v) for v in r.order), float(r.share)) for r in rings))
+        return Instance.from_dict({**self.to_dict(), "topology": fixed.to_dict()})
+
+    def without_topology(self) -> Instance:
+        """This instance without its fixed topology (the free-topology problem)."""
+        body = self.to_dict()
+        body.pop("topology", None)
+        return Instance.from_dict(body)
+
     def scaled(self, bytes_factor: float = 1.0, gbps_factor: float = 1.0) -> Instance:
         """The same instance with all volumes times ``bytes_factor`` and the link rate times
         ``gbps_factor``; communication times scale by ``bytes_factor / gbps_factor``."""
@@ -146,11 +233,14 @@ class Instance:
             "mp": [[s, t, b] for s, t, b in self.mp],
             "compute_s": self.compute_s,
             "meta": dict(self.meta),
+            # written only when present, so files and hashes of free-topology instances keep
+            # the form they had before fixed topologies existed
+            **({} if self.topology is None else {"topology": self.topology.to_dict()}),
         }
 
     def content_hash(self) -> str:
         """SHA-256 (first 16 hex digits) of the canonical JSON, excluding ``name`` and ``meta``,
-        so that two files with the same cluster and traffic hash alike."""
+        so that two files with the same cluster, traffic and fixed topology hash alike."""
         body = self.to_dict()
         body.pop("name")
         body.pop("meta")
@@ -224,6 +314,8 @@ class Instance:
             compute_s=_as_float(data.get("compute_s", 0.0), "compute_s"),
             name=name,
             meta=meta,
+            topology=None if data.get("topology") is None else FixedTopology.from_dict(
+                data["topology"]),
         )
 
     def to_json(self) -> str:
@@ -340,3 +432,46 @@ def _validate(inst: Instance) -> None:
         if s == t:
             raise InstanceError(f"mp[{k}]: self-demand {s} -> {t} is not network traffic")
         _finite_nonneg(b, f"mp[{k}][2] (bytes)")
+    if inst.topology is not None:
+        _validate_topology(inst, inst.topology)
+
+
+def _validate_topology(inst: Instance, topo: FixedTopology) -> None:
+    seen = set()
+    ports = np.zeros(inst.n)
+    for k, (i, j, c) in enumerate(topo.links):
+        where = f"topology.links[{k}]"
+        if not (0 <= i < j < inst.n):
+            raise InstanceError(f"{where}: need 0 <= i < j < n = {inst.n}, got [{i}, {j}]")
+        if (i, j) in seen:
+            raise InstanceError(f"{where}: pair ({i}, {j}) is listed twice")
+        seen.add((i, j))
+        _finite_nonneg(c, f"{where}[2] (capacity)")
+        if c == 0:
+            raise InstanceError(f"{where}[2] (capacity): must be positive")
+        if not topo.shared and not float(c).is_integer():
+            raise InstanceError(f"{where}[2] (capacity): a duplex topology counts whole links, "
+                                f"got {c}")
+        ports[i] += c
+        ports[j] += c
+    if not topo.shared:
+        for v in range(inst.n):
+            if ports[v] > inst.degree or (inst.regular and ports[v] != inst.degree):
+                need = "exactly" if inst.regular else "at most"
+                raise InstanceError(f"topology.links: node {v} has {ports[v]:g} links, the port "
+                                    f"budget allows {need} {inst.degree}")
+    if topo.rings is None:
+        return
+    total: dict[int, float] = {}
+    for k, (g, order, share) in enumerate(topo.rings):
+        where = f"topology.rings[{k}]"
+        if not 0 <= g < len(inst.allreduce):
+            raise InstanceError(f"{where}.group: no AllReduce group {g}")
+        if sorted(order) != sorted(inst.allreduce[g].members):
+            raise InstanceError(f"{where}.order: not a permutation of group {g}'s members")
+        _finite_nonneg(share, f"{where}.share")
+        total[g] = total.get(g, 0.0) + share
+    for g, grp in enumerate(inst.allreduce):
+        if grp.bytes > 0 and abs(total.get(g, 0.0) - 1.0) > 1e-6:
+            raise InstanceError(f"topology.rings: shares of group {g} sum to "
+                                f"{total.get(g, 0.0):g}, not 1")

@@ -1,11 +1,18 @@
-"""Solve options, the one status vocabulary, solve results and the solution file.
+"""The one status vocabulary, solve results and the solution file.
 
-Every method (heuristic or exact) takes an :class:`Instance` and :class:`SolveOptions` and
-returns a :class:`SolveResult`. The solution file ``"format": "topoopt-solution/1"`` is written
-from a result plus the metrics computed by :mod:`topoopt_milp.evaluate`.
+Every method (heuristic or exact) takes an :class:`~topoopt_milp.instance.Instance` and
+:class:`~topoopt_milp.params.SolveOptions` and returns a :class:`SolveResult`. The solution
+file ``"format": "topoopt-solution/1"`` is written from a result plus the metrics computed by
+:mod:`topoopt_milp.evaluate`.
 
-Gap convention (as python-mip): ``gap = |objective - bound| / |objective|``; ``None`` when
-either is missing, ``0`` when both are zero.
+Statuses: ``optimal`` means proven within the method's own family problem (DESIGN.md section
+10: every topology for alloc and joint, the candidate circulants for select, the fixed
+topology for route). A restricted model that proves the optimum of its own model reports
+``status = feasible`` and ``scope_status = optimal``; its ``scope`` says which model.
+
+Gap convention (as python-mip): ``gap = (objective - bound) / objective``; ``None`` when
+either is missing or when the result's own bound does not cover its solution, ``0`` when
+both are zero.
 """
 
 from __future__ import annotations
@@ -17,13 +24,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .errors import InputError
 from .instance import Instance
+from .scope import Features, Scope
 from .topology import Routing, Topology
 
 SOLUTION_FORMAT = "topoopt-solution/1"
 
 
-class SolutionError(ValueError):
+class SolutionError(InputError):
     """A solution file is malformed or does not belong to the instance."""
 
 
@@ -42,58 +51,16 @@ class Status(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class SolveOptions:
-    """Everything a method may read. Methods ignore options that do not concern them.
-
-    Attributes mirror the ``solve`` command line of DESIGN.md section 7."""
-
-    seed: int = 0
-    time_limit: float | None = None
-    objective: str = "comm_time"  # comm_time | diameter | total_hops
-    candidates: str = "coprime"  # coprime | all
-    routing: str | None = None  # shortest | ecmp | coin-change | lp; None = method default
-    split: str = "proportional"  # proportional | all_ar
-    variant: str = "fractional"  # fractional | ksp | unsplittable
-    solver: str = "highs"  # highs | cbc (PuLP backends)
-    lp_algorithm: str = "ipm"  # simplex | ipm | pdlp (HiGHS)
-    threads: int = 1
-    mip_gap: float = 1e-6
-    k_paths: int = 4
-    topology: Topology | None = None  # fixed topology (route family)
-    warm_start: SolveResult | None = None
-    export: str | None = None  # write the model to this .mps / .lp path
-    faithful: bool = False  # keep the published artifact's quirks (TotientPerms)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def with_(self, **changes: Any) -> SolveOptions:
-        return replace(self, **changes)
-
-    def as_params(self) -> dict[str, Any]:
-        """JSON-serialisable parameters recorded in the solution file."""
-        return {
-            "time_limit": self.time_limit,
-            "objective": self.objective,
-            "candidates": self.candidates,
-            "routing": self.routing,
-            "split": self.split,
-            "variant": self.variant,
-            "solver": self.solver,
-            "lp_algorithm": self.lp_algorithm,
-            "threads": self.threads,
-            "mip_gap": self.mip_gap,
-            "k_paths": self.k_paths,
-            "faithful": self.faithful,
-            **self.extra,
-        }
-
-
-@dataclass(frozen=True)
 class SolveResult:
     """What a method returns.
 
     ``objective`` and ``bound`` are communication times in seconds (for ``--objective
     diameter`` / ``total_hops`` they are in hops / byte-hops and ``objective_kind`` says so).
-    ``topology`` and ``routing`` are ``None`` only when no solution was found."""
+    ``topology`` and ``routing`` are ``None`` only when no solution was found. ``scope`` is
+    the set of solutions ``bound`` is valid for (``None``: no bound, a heuristic);
+    ``scope_status`` the status within that scope for restricted models. ``metrics``,
+    ``features`` and ``violations`` are filled in by the independent check
+    (:func:`topoopt_milp.pipeline.solve_checked`)."""
 
     method: str
     status: Status
@@ -109,22 +76,30 @@ class SolveResult:
     objective_kind: str = "comm_time"
     scale: float | None = None  # CP-SAT: bytes per integer unit
     message: str = ""
+    scope: Scope | None = None
+    scope_status: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)  # method outputs (jumps, trajectory...)
+    metrics: dict[str, Any] | None = None
+    features: Features | None = None
+    violations: tuple[str, ...] = ()
 
     @property
     def gap(self) -> float | None:
+        """``(objective - bound) / objective`` against the result's own bound."""
         if self.objective is None or self.bound is None:
             return None
         if self.objective == 0:
             return 0.0 if self.bound == 0 else math.inf
-        return abs(self.objective - self.bound) / abs(self.objective)
+        return (self.objective - self.bound) / abs(self.objective)
 
     def summary(self) -> str:
         obj = "-" if self.objective is None else f"{self.objective:.6g}"
         bnd = "-" if self.bound is None else f"{self.bound:.6g}"
-        gap = "-" if self.gap is None else f"{100 * self.gap:.2f}%"
+        gap = "-" if self.gap is None else f"{max(0.0, 100 * self.gap):.2f}%"
+        within = f" ({self.scope_status} within its restricted model)" if self.scope_status else ""
         return (
             f"{self.method:<18} {self.status.value:<11} obj={obj:<12} bound={bnd:<12} "
-            f"gap={gap:<8} time={self.runtime_s:.3f}s"
+            f"gap={gap:<8} time={self.runtime_s:.3f}s{within}"
         )
 
     def with_(self, **changes: Any) -> SolveResult:
@@ -149,7 +124,9 @@ def solution_dict(result: SolveResult, instance: Instance, metrics: dict | None)
     topo = result.topology
     return {
         "format": SOLUTION_FORMAT,
-        "instance": {"name": instance.name, "hash": instance.content_hash()},
+        "instance": {"name": instance.name, "hash": instance.content_hash(),
+                     **({} if instance.topology is None
+                        else {"base_hash": instance.without_topology().content_hash()})},
         "method": result.method,
         "params": result.params,
         "seed": result.seed,
@@ -163,6 +140,11 @@ def solution_dict(result: SolveResult, instance: Instance, metrics: dict | None)
         "backend_version": result.backend_version,
         "scale": result.scale,
         "message": result.message,
+        "scope": None if result.scope is None else {**result.scope.to_dict(),
+                                                    "text": result.scope.describe()},
+        "scope_status": result.scope_status,
+        "info": result.info,
+        "features": None if result.features is None else result.features.to_dict(),
         "versions": versions(),
         "topology": None
         if topo is None
@@ -176,19 +158,25 @@ def solution_dict(result: SolveResult, instance: Instance, metrics: dict | None)
     }
 
 
-def write_solution(path: str | Path, result: SolveResult, instance: Instance, metrics) -> None:
-    # Non-finite floats (an infinite diameter) are written as null, keeping the file valid JSON.
-    text = json.dumps(_finite(solution_dict(result, instance, metrics)), indent=1)
+def write_solution(path: str | Path, result: SolveResult, instance: Instance,
+                   metrics: dict | None = None) -> None:
+    """Write the solution file (``metrics`` default: the result's own)."""
+    metrics = result.metrics if metrics is None else metrics
+    text = json.dumps(finite_json(solution_dict(result, instance, metrics)), indent=1)
     Path(path).write_text(text + "\n")
 
 
-def _finite(obj: Any) -> Any:
+def finite_json(obj: Any) -> Any:
+    """``obj`` as written to a file: non-finite floats (an infinite diameter) become null,
+    keeping the file valid JSON; numpy scalars become Python numbers."""
+    if hasattr(obj, "item") and not isinstance(obj, dict | list | str):
+        obj = obj.item()
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_finite(v) for v in obj]
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite_json(v) for v in obj]
     return obj
 
 
@@ -295,4 +283,16 @@ def result_from_solution(data: dict) -> SolveResult:
         objective_kind=data.get("objective_kind", "comm_time"),
         scale=data.get("scale"),
         message=data.get("message", ""),
+        scope=_scope_from(data.get("scope")),
+        scope_status=data.get("scope_status"),
+        info=dict(data.get("info") or {}),
     )
+
+
+def _scope_from(data: Any) -> Scope | None:
+    if data is None:
+        return None
+    try:
+        return Scope.from_dict(data)
+    except (TypeError, ValueError, KeyError):
+        raise SolutionError(f"scope: not a valid scope object: {data!r}") from None

@@ -19,17 +19,19 @@ problem on a fixed topology**:
 * the topology has ``L[i, j] = 1`` for every node pair joined by at least one link with
   positive capacity (``degree`` = the largest node degree, ``regular = false``);
 * ``link_gbps = 8e-9`` so that ``B = 1`` unit per second: a "byte" is one demand unit;
-* ``meta["sndlib"]["links"] = [[i, j, capacity], ...]`` (``i < j``, parallel links summed)
-  carries the capacities, ``capacity = "file"`` taking each link's pre-installed capacity and
-  ``"unit"`` capacity 1 per link. The route model sees ``meta["sndlib"]`` and uses one
-  capacity row per undirected link, ``load(i -> j) + load(j -> i) <= U cap(i, j)``.
+* the instance's fixed topology (:class:`~topoopt_milp.instance.FixedTopology`, ``shared``)
+  holds ``[i, j, capacity]`` per linked pair (``i < j``, parallel links summed), ``capacity =
+  "file"`` taking each link's pre-installed capacity and ``"unit"`` capacity 1 per link; the
+  route model uses one capacity row per undirected link, ``load(i -> j) + load(j -> i) <= U
+  cap(i, j)``. The capacities are part of the instance (and of its content hash), so the two
+  capacity modes of one network are two problems; ``meta["sndlib"]`` only records provenance
+  (source file, capacity mode, node names).
 
 The optimum ``U`` is the minimum congestion ``max_links load / capacity`` (the result's
-``objective_kind`` is ``"max_link_utilization"``); :func:`congestion` recomputes it for any
-routing, and the CLI reports it as ``metrics.max_link_utilization``. ``comm_time_s`` of such
-a solution is the per-direction ``evaluate`` figure on unit links and has no SNDlib meaning.
-Note that the instance content hash ignores ``meta``, so ``file`` and ``unit`` capacities of
-one network hash alike.
+``objective_kind`` is ``"max_link_utilization"``); :func:`topoopt_milp.evaluate.shared_congestion`
+recomputes it for any routing, and ``evaluate`` reports it as ``metrics.max_link_utilization``.
+``comm_time_s`` of such a solution is the per-direction ``evaluate`` figure on unit links and
+has no SNDlib meaning.
 """
 
 from __future__ import annotations
@@ -40,9 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .evaluate import arc_loads
-from .instance import BYTES_PER_GBPS, Instance, InstanceError
-from .topology import Routing, Topology
+from .instance import BYTES_PER_GBPS, FixedTopology, Instance, InstanceError
 
 CAPACITY_MODES = ("file", "unit")
 
@@ -112,43 +112,10 @@ def parse_sndlib(text: str, capacity: str = "file", name: str = "sndlib",
     return Instance(
         n=n, degree=max(1, int(deg.max())), link_gbps=1.0 / BYTES_PER_GBPS, mp=tuple(mp),
         regular=False, name=name,
-        meta={"generator": "sndlib", "sndlib": {
-            "source": source, "capacity": capacity, "nodes": nodes, "links": links,
-            "shared_capacity": True,
-        }},
+        topology=FixedTopology(tuple((i, j, float(c)) for i, j, c in links), shared=True),
+        meta={"generator": "sndlib", "sndlib": {"source": source, "capacity": capacity,
+                                                "nodes": nodes}},
     )
-
-
-# -- what the route model and the CLI read --------------------------------------------------
-def link_capacities(instance: Instance) -> dict[tuple[int, int], float]:
-    """``{(i, j): capacity in bytes/s}`` (``i < j``) of an SNDlib instance."""
-    try:
-        links = instance.meta["sndlib"]["links"]
-    except (KeyError, TypeError):
-        raise ValueError("sndlib: the instance carries no SNDlib link capacities") from None
-    B = instance.link_bytes_per_s
-    return {(int(i), int(j)): float(c) * B for i, j, c in links}
-
-
-def sndlib_topology(instance: Instance) -> Topology:
-    """One link per linked node pair (capacities live in the meta, not in ``L``)."""
-    return Topology.from_link_list(instance.n, [[i, j, 1] for (i, j) in link_capacities(instance)])
-
-
-def congestion(instance: Instance, routing: Routing) -> float:
-    """``max`` over undirected links of ``(load(i->j) + load(j->i)) / capacity``; infinite if
-    a path uses a pair without a link."""
-    caps = link_capacities(instance)
-    loads = arc_loads(instance.n, routing)
-    both = loads + loads.T
-    used = np.argwhere(np.triu(both, 1) > 0)
-    worst = 0.0
-    for i, j in used:
-        c = caps.get((int(i), int(j)), 0.0)
-        if c <= 0:
-            return float("inf")
-        worst = max(worst, float(both[i, j]) / c)
-    return worst
 
 
 # -- tokenizer ------------------------------------------------------------------------------

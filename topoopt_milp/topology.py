@@ -193,6 +193,35 @@ class Routing:
         return cls(rings, comms)
 
 
+def fixed_topology(instance: Instance) -> Topology | None:
+    """The topology an instance fixes (:class:`~topoopt_milp.instance.FixedTopology`), or
+    ``None``: link counts, or one link per linked pair when capacities are shared (SNDlib; the
+    real capacities are :func:`link_capacities`)."""
+    fixed = instance.topology
+    if fixed is None:
+        return None
+    L = np.zeros((instance.n, instance.n), dtype=np.int64)
+    for i, j, c in fixed.links:
+        L[i, j] = L[j, i] = 1 if fixed.shared else int(c)
+    return Topology(L)
+
+
+def fixed_rings(instance: Instance) -> tuple[Ring, ...] | None:
+    """The ring orders and shares an instance fixes, or ``None``."""
+    if instance.topology is None or instance.topology.rings is None:
+        return None
+    return tuple(Ring(g, order, share) for g, order, share in instance.topology.rings)
+
+
+def link_capacities(instance: Instance) -> dict[tuple[int, int], float]:
+    """``{(i, j): bytes/s}`` (``i < j``) of an instance's fixed topology: per direction for a
+    duplex topology, shared by both directions when ``topology.shared``."""
+    if instance.topology is None:
+        raise ValueError("topology: the instance fixes no topology")
+    B = instance.link_bytes_per_s
+    return {(int(i), int(j)): float(c) * B for i, j, c in instance.topology.links}
+
+
 def default_rings(instance: Instance) -> tuple[Ring, ...]:
     """The plain bidirectional ring of every AllReduce group: members in ascending order,
     half the volume each way round (``m0 -> m1 -> ... -> m0`` and the reverse).

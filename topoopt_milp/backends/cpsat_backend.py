@@ -27,7 +27,8 @@ from importlib import metadata
 
 from ortools.sat.python import cp_model
 
-from ..result import SolveOptions, Status
+from ..params import ParamError, SolveOptions
+from ..result import Status
 from .pulp_backend import BackendOutcome
 
 log = logging.getLogger(__name__)
@@ -60,17 +61,18 @@ def solve_cpsat(
             model.AddHint(var, int(round(val)))
     if options.export:
         if not options.export.endswith((".pb", ".txt", ".pbtxt")):
-            raise ValueError(f"export: CP-SAT models export to .pb or .txt, not {options.export!r}")
+            raise ParamError(f"export: CP-SAT models export to .pb or .txt, not {options.export!r}")
         model.ExportToFile(options.export)
+    sp = options.solver
     solver = cp_model.CpSolver()
     p = solver.parameters
-    if options.time_limit is not None:
-        p.max_time_in_seconds = float(options.time_limit)
-    p.num_workers = max(1, int(options.threads or 1))
+    if sp.time_limit is not None:
+        p.max_time_in_seconds = float(sp.time_limit)
+    p.num_workers = sp.threads
     p.random_seed = int(options.seed)
-    if options.mip_gap:
-        p.relative_gap_limit = float(options.mip_gap)
-    p.log_search_progress = bool(options.extra.get("solver_log", False))
+    if sp.mip_gap:
+        p.relative_gap_limit = float(sp.mip_gap)
+    p.log_search_progress = sp.solver_log
     code = solver.Solve(model)
     has_objective = model.HasObjective()
     status, message = _cpsat_status(code, solver, model, has_objective)

@@ -6,7 +6,7 @@ PuLP 3.3.2 reports "Optimal" for runs stopped by a time limit and returns no dua
 * **HiGHS** -- the PuLP model is converted to arrays (:class:`MatrixModel`) and passed to
   ``highspy`` directly; status, objective and ``mip_dual_bound`` come from HiGHS itself.
   Formulations that build large LPs may skip PuLP and call :func:`solve_matrix` with arrays.
-* **CBC** -- PuLP's ``PULP_CBC_CMD`` runs the bundled CBC binary with its log redirected to a
+* **CBC** -- PuLP's ``COIN_CMD`` runs the CBC binary bundled with PuLP with its log redirected to a
   temporary file; the log's ``Result - ...``, ``Objective value`` and ``Lower bound`` lines
   decide status and bound.
 
@@ -33,7 +33,8 @@ import numpy as np
 import pulp
 from scipy.sparse import coo_matrix, csc_matrix
 
-from ..result import SolveOptions, Status
+from ..params import ParamError, SolveOptions
+from ..result import Status
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,8 @@ def pulp_to_matrix(problem: pulp.LpProblem) -> MatrixModel:
     index = {v.name: j for j, v in enumerate(variables)}
     rows, cols, vals = [], [], []
     lo, up, rnames = [], [], []
-    for r, (name, con) in enumerate(problem.constraints.items()):
+    for r, con in enumerate(problem.constraints()):  # the PuLP 4 API: a list, in order
+        name = con.name
         for v, a in con.items():
             rows.append(r)
             cols.append(index[v.name])
@@ -126,19 +128,17 @@ def pulp_to_matrix(problem: pulp.LpProblem) -> MatrixModel:
 def solve_pulp(
     problem: pulp.LpProblem, options: SolveOptions, warm_start: dict[str, float] | None = None
 ) -> BackendOutcome:
-    """Solve ``problem`` with ``options.solver`` (``highs`` or ``cbc``).
+    """Solve ``problem`` with ``options.solver.solver`` (``highs`` or ``cbc``).
 
-    Honours ``time_limit``, ``threads``, ``seed``, ``mip_gap``, ``lp_algorithm`` (HiGHS, LPs
-    only; ``extra["crossover"] = "off"`` skips IPM crossover) and ``export`` (``.mps`` /
-    ``.lp``, written before solving). ``warm_start`` maps variable names to values (a MIP
-    start; partial starts are completed by the solver where it can)."""
+    Honours ``time_limit``, ``threads``, ``seed``, ``mip_gap``, ``lp_algorithm`` and
+    ``crossover`` (HiGHS, LPs only) and ``export`` (``.mps`` / ``.lp``, written before
+    solving). ``warm_start`` maps variable names to values (a MIP start; partial starts are
+    completed by the solver where it can)."""
     if options.export:
         export_model(problem, options.export)
-    if options.solver == "highs":
+    if options.solver.solver == "highs":
         return solve_matrix(pulp_to_matrix(problem), options.with_(export=None), warm_start)
-    if options.solver == "cbc":
-        return _solve_cbc(problem, options, warm_start)
-    raise ValueError(f"solver: unknown PuLP solver {options.solver!r} (known: highs, cbc)")
+    return _solve_cbc(problem, options, warm_start)
 
 
 def export_model(problem: pulp.LpProblem, path: str) -> None:
@@ -148,19 +148,17 @@ def export_model(problem: pulp.LpProblem, path: str) -> None:
     elif path.endswith(".lp"):
         problem.writeLP(path)
     else:
-        raise ValueError(f"export: {path!r} must end with .mps or .lp")
+        raise ParamError(f"export: {path!r} must end with .mps or .lp")
 
 
 def solve_model(
     model: MatrixModel, options: SolveOptions, warm_start: dict[str, float] | None = None
 ) -> BackendOutcome:
-    """Solve an array model with ``options.solver``: HiGHS directly, CBC through PuLP
+    """Solve an array model with ``options.solver.solver``: HiGHS directly, CBC through PuLP
     (:func:`matrix_to_pulp`; fine for the small models CBC is used on)."""
-    if options.solver == "highs":
+    if options.solver.solver == "highs":
         return solve_matrix(model, options, warm_start)
-    if options.solver == "cbc":
-        return solve_pulp(matrix_to_pulp(model), options, warm_start)
-    raise ValueError(f"solver: unknown PuLP solver {options.solver!r} (known: highs, cbc)")
+    return solve_pulp(matrix_to_pulp(model), options, warm_start)
 
 
 def matrix_to_pulp(model: MatrixModel, name: str = "model") -> pulp.LpProblem:
@@ -171,7 +169,7 @@ def matrix_to_pulp(model: MatrixModel, name: str = "model") -> pulp.LpProblem:
         return None if math.isinf(x) else float(x)
 
     xs = [
-        pulp.LpVariable(nm, bound(lo), bound(up), cat=pulp.LpInteger if it else pulp.LpContinuous)
+        prob.add_variable(nm, bound(lo), bound(up), cat=pulp.LpInteger if it else pulp.LpContinuous)
         for nm, lo, up, it in zip(model.names, model.col_lower, model.col_upper, model.integer,
                                   strict=True)
     ]
@@ -234,25 +232,19 @@ def solve_matrix(
 
     For a MIP the bound is HiGHS's ``mip_dual_bound``; for an LP solved to optimality it is the
     objective itself (optimal within HiGHS's 1e-7 tolerances), otherwise ``None``."""
+    sp = options.solver
     h = _new_highs()
-    h.setOptionValue("output_flag", bool(options.extra.get("solver_log", False)))
-    if options.time_limit is not None:
-        h.setOptionValue("time_limit", float(options.time_limit))
+    h.setOptionValue("output_flag", sp.solver_log)
+    if sp.time_limit is not None:
+        h.setOptionValue("time_limit", float(sp.time_limit))
     h.setOptionValue("random_seed", int(options.seed))
-    h.setOptionValue("mip_rel_gap", float(options.mip_gap))
-    if options.threads and options.threads > 1:
-        h.setOptionValue("threads", int(options.threads))
+    h.setOptionValue("mip_rel_gap", float(sp.mip_gap))
+    if sp.threads > 1:
+        h.setOptionValue("threads", int(sp.threads))
     if not model.is_mip:
-        algo = LP_ALGORITHMS.get(options.lp_algorithm)
-        if algo is None:
-            raise ValueError(f"lp_algorithm: unknown {options.lp_algorithm!r} "
-                             f"(known: {', '.join(LP_ALGORITHMS)})")
-        h.setOptionValue("solver", algo)
-        if options.extra.get("crossover") in ("off", "on"):
-            h.setOptionValue("run_crossover", options.extra["crossover"])
-    # escape hatch for tuning: any HiGHS option by name, e.g. {"solver": "hipo"}
-    for key, val in dict(options.extra.get("highs_options", {})).items():
-        h.setOptionValue(str(key), val)
+        h.setOptionValue("solver", LP_ALGORITHMS[sp.lp_algorithm])
+        if sp.crossover in ("off", "on"):
+            h.setOptionValue("run_crossover", sp.crossover)
 
     lp = highspy.HighsLp()
     lp.num_col_ = len(model.cost)
@@ -280,7 +272,7 @@ def solve_matrix(
     h.passModel(lp)
     if options.export:
         if not options.export.endswith((".mps", ".lp")):
-            raise ValueError(f"export: {options.export!r} must end with .mps or .lp")
+            raise ParamError(f"export: {options.export!r} must end with .mps or .lp")
         h.writeModel(options.export)
     if warm_start:
         pos = {name: j for j, name in enumerate(model.names)}
@@ -353,27 +345,30 @@ def _solve_cbc(
         for v in problem.variables():
             if v.name in warm_start:
                 v.setInitialValue(warm_start[v.name])
-    fd, log_path = tempfile.mkstemp(prefix="cbc-", suffix=".log")
-    os.close(fd)
+    sp = options.solver
     is_mip = problem.isMIP()
-    solver = pulp.PULP_CBC_CMD(
-        msg=False,
-        timeLimit=options.time_limit,
-        threads=options.threads if options.threads and options.threads > 1 else None,
-        gapRel=options.mip_gap if is_mip else None,
-        warmStart=bool(warm_start),
-        logPath=log_path,
-        options=[f"randomCbcSeed {max(1, int(options.seed) + 1)}"] if is_mip else [],
-    )
-    t0 = time.perf_counter()
-    try:
-        problem.solve(solver)
-        text = Path(log_path).read_text()
-    except pulp.PulpSolverError as exc:
-        return BackendOutcome(Status.ERROR, None, None, time.perf_counter() - t0, "cbc",
-                              cbc_version(), {}, f"cbc failed: {exc}")
-    finally:
-        os.unlink(log_path)
+    # PuLP's bundled CBC binary through COIN_CMD (PULP_CBC_CMD is deprecated in PuLP 3.3), in a
+    # private temporary folder that is removed whatever happens, with CBC's log in it
+    with tempfile.TemporaryDirectory(prefix="topoopt-cbc-") as tmp:
+        log_path = os.path.join(tmp, "cbc.log")
+        solver = pulp.COIN_CMD(
+            path=cbc_path(),
+            msg=False,
+            timeLimit=sp.time_limit,
+            threads=sp.threads if sp.threads > 1 else None,
+            gapRel=sp.mip_gap if is_mip else None,
+            warmStart=bool(warm_start),
+            logPath=log_path,
+            options=[f"randomCbcSeed {max(1, int(options.seed) + 1)}"] if is_mip else [],
+        )
+        solver.tmpDir = tmp
+        t0 = time.perf_counter()
+        try:
+            problem.solve(solver)
+            text = Path(log_path).read_text()
+        except pulp.PulpSolverError as exc:
+            return BackendOutcome(Status.ERROR, None, None, time.perf_counter() - t0, "cbc",
+                                  cbc_version(), {}, f"cbc failed: {exc}")
     runtime = time.perf_counter() - t0
     status, message = _cbc_status(text, problem, is_mip)
     objective = bound = None
@@ -392,6 +387,13 @@ def _solve_cbc(
             bound = b if math.isfinite(b) and abs(b) < 1e49 else None
     return BackendOutcome(status, objective, bound, runtime, "cbc", cbc_version(), values,
                           message)
+
+
+def cbc_path() -> str:
+    """The CBC binary bundled with PuLP 3.x."""
+    from pulp.apis.coin_api import pulp_cbc_path
+
+    return pulp.COIN_CMD.executableExtension(pulp_cbc_path)
 
 
 def _cbc_status(text: str, problem: pulp.LpProblem, is_mip: bool) -> tuple[Status, str]:

@@ -1,9 +1,10 @@
 """``compare``: one instance, several methods, solved in this process, side by side.
 
 No isolation and no store: a quick look, not a benchmark (use ``bench`` for that). Each
-solution is evaluated and independently checked exactly as in a sweep
-(:func:`~topoopt_milp.bench.runner.solve_record`), and the best bound follows the rule of the
-tables (:func:`~topoopt_milp.bench.tables.best_bounds`).
+solution is solved, evaluated and independently checked exactly as in a sweep
+(:func:`~topoopt_milp.bench.runner.solve_record`, i.e.
+:func:`~topoopt_milp.pipeline.solve_checked`), and each method's best bound follows the rule
+of the tables (:mod:`.gaps`: only bounds whose scope contains that method's solution).
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ import pandas as pd
 
 from .. import registry
 from ..instance import Instance
-from .runner import make_options, solve_record
-from .tables import run_gaps
+from .gaps import run_gaps
+from .runner import check_settings, make_options, solve_record
 
 log = logging.getLogger(__name__)
 
-COLUMNS = ["method", "backend", "status", "objective", "bound", "best_bound", "bound_source",
-           "gap_pct", "runtime_s", "error"]
+COLUMNS = ["method", "kind", "status", "objective", "bound", "best_bound", "bound_source",
+           "bound_scope", "gap_pct", "ratio", "runtime_s", "error", "gap_error"]
 
 
 def compare_methods(
@@ -34,26 +35,31 @@ def compare_methods(
     seed: int = 0,
     time_limit: float | None = None,
     settings: dict[str, Any] | None = None,
+    bound_methods: Sequence[str] | None = None,
+    analytic: bool = True,
+    progress=None,
 ) -> pd.DataFrame:
     """Solve one instance with several methods in this process (no isolation) and return a
-    DataFrame: each method's status, objective, own bound, the best bound found by any exact
-    method (or the analytic lower bound, see :mod:`.tables`) and the gap to it in percent."""
-    options = make_options(seed, time_limit, settings)
+    DataFrame: each method's status, objective, own bound, the best bound whose scope contains
+    its solution (exact methods' bounds and the analytic lower bound, see :mod:`.gaps`) and
+    the gap to it. ``progress(name, record)`` is called after each method."""
+    check_settings(methods, dict(settings or {}))
     ihash = instance.content_hash()
     rows = []
-    for name in methods:
+    for k, name in enumerate(methods):
         m = registry.get(name)
-        rec = {"instance_name": instance.name, "instance_hash": ihash, "method": name,
-               "method_backend": m.backend, "objective_kind": None, "objective": None,
-               "bound": None, "runtime_s": None, "metrics": None, "error": None}
+        rec = {"run_key": f"compare-{k}", "instance_name": instance.name, "instance_hash": ihash,
+               "method": name, "method_kind": m.kind, "method_backend": m.backend,
+               "objective_kind": None, "objective": None, "bound": None, "runtime_s": None,
+               "metrics": None, "scope": None, "features": None, "error": None}
         with _stdout_to_stderr():  # solver banners must not corrupt `compare --format json`
-            rec.update(solve_record(instance, name, options))
+            rec.update(solve_record(instance, name, make_options(name, seed, time_limit, settings)))
         log.info("compare: %s -> %s", name, rec.get("status"))
         rows.append(rec)
-    df = run_gaps(pd.DataFrame(rows))
-    # "backend" in the table is the method's kind (heuristic / milp / cpsat), as in `table`.
-    df = df.drop(columns=["backend"], errors="ignore").rename(columns={"method_backend": "backend"})
-    return df[COLUMNS]
+        if progress is not None:
+            progress(name, rec)
+    df = run_gaps(pd.DataFrame(rows), bound_methods=bound_methods, analytic=analytic)
+    return df.rename(columns={"method_kind": "kind"})[COLUMNS]
 
 
 @contextlib.contextmanager

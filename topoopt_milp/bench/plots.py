@@ -2,8 +2,8 @@
 
 Kinds (``topoopt-milp plot STORE --kind K --out FIG.png|pdf|svg``):
 
-* ``gap`` -- mean gap to the best bound (``gap_pct`` of :mod:`.tables`) over the instances of
-  each size ``n``, one line per method.
+* ``gap`` -- mean gap to the best covering bound (``gap_pct`` of :mod:`.gaps`) over the
+  instances of each size ``n``, one line per method.
 * ``runtime`` -- shifted geometric mean runtime (shift 1 s) of the solved runs at each ``n``,
   one line per method, the line style giving the backend (heuristic solid, milp dashed, cpsat
   dotted); log scale.
@@ -33,13 +33,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .tables import SOLVED, instance_table, run_gaps, shifted_geomean  # noqa: E402
+from ..errors import InputError
+from .gaps import SOLVED, run_gaps  # noqa: E402
+from .tables import instance_table, shifted_geomean  # noqa: E402
 
 KINDS = ("gap", "runtime", "profile", "iteration")
 _STYLE = {"heuristic": "-", "milp": "--", "cpsat": ":"}
 
 
-class NoDataError(ValueError):
+class NoDataError(InputError):
     """The store has no rows the requested figure can use."""
 
 
@@ -94,7 +96,7 @@ def profile_ratios(runs: pd.DataFrame, measure: str = "objective") -> pd.DataFra
     tab = instance_table(runs)
     col = {"objective": "objective", "runtime": "runtime_s"}.get(measure)
     if col is None:
-        raise ValueError(f"measure: unknown profile measure {measure!r} (known: objective, runtime)")
+        raise InputError(f"measure: unknown profile measure {measure!r} (known: objective, runtime)")
     wide = tab.pivot_table(index="instance", columns="method", values=col, aggfunc="first", dropna=False)
     # Keep instances on which every method was run (a missing run is not a failure).
     ran = tab.pivot_table(index="instance", columns="method", values="seeds", aggfunc="first")
@@ -168,7 +170,7 @@ def plot_iteration(runs: pd.DataFrame, out: str) -> None:
 def plot(runs: pd.DataFrame, kind: str, out: str, measure: str = "objective", **bound_kw) -> None:
     """Draw figure ``kind`` from the run rows into ``out`` (format from its extension)."""
     if kind not in KINDS:
-        raise ValueError(f"kind: unknown figure {kind!r} (known: {', '.join(KINDS)})")
+        raise InputError(f"kind: unknown figure {kind!r} (known: {', '.join(KINDS)})")
     if runs.empty:
         raise NoDataError(f"plot {kind}: the store holds no runs")
     if kind == "gap":
@@ -180,4 +182,4 @@ def plot(runs: pd.DataFrame, kind: str, out: str, measure: str = "objective", **
     elif kind == "iteration":
         plot_iteration(runs, out)
     else:
-        raise ValueError(f"kind: unknown figure {kind!r} (known: {', '.join(KINDS)})")
+        raise InputError(f"kind: unknown figure {kind!r} (known: {', '.join(KINDS)})")

@@ -25,18 +25,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from .gaps import SOLVED, run_gaps
 from .plots import NoDataError, plot_gap, plot_iteration, plot_profile, plot_runtime
 from .report import write_report
 from .runner import build_tasks, run_sweep
 from .store import load_runs
-from .tables import SOLVED, best_bounds
 
 log = logging.getLogger(__name__)
-
-# Exact methods whose bound is valid for every topology a heuristic can produce (their search
-# space contains all heuristic solutions); restricted models (alloc-cpsat: unsplittable over
-# k paths; joint: one ring order per group) prove optima of their own problem only.
-BOUND_METHODS = ("alloc-milp", "select-milp", "select-cpsat")
 
 HEURISTICS = ("totientperms", "topologyfinder", "expander", "demand-greedy", "ring")
 
@@ -102,31 +97,33 @@ def run_plan(library: Path, out: Path, quick: bool, jobs: int = 1, progress: boo
     return store
 
 
-def reference_table(runs: pd.DataFrame, bound_methods=BOUND_METHODS) -> pd.DataFrame:
-    """Per instance: the best objective any method found, the best valid bound, and the
-    status ``optimal`` when the two agree within 1e-6 relative (the bound is valid for every
-    topology, so reaching it proves optimality, whichever method reached it), else
-    ``feasible``. ``source`` names the methods that gave the two numbers."""
+def reference_table(runs: pd.DataFrame, **bound_kw) -> pd.DataFrame:
+    """Per instance: the best objective any method found and the best bound whose scope
+    contains *that* solution (:mod:`.gaps`), so the bound never exceeds the objective; status
+    ``optimal`` when the two agree within 1e-6 relative (whichever method reached it), else
+    ``feasible``. ``source`` names the methods that gave the two numbers and the bound's
+    scope."""
     rows = []
-    bounds = best_bounds(runs, bound_methods).set_index(["instance_hash", "objective_kind"])
-    solved = runs[runs["status"].isin(SOLVED) & runs["objective"].notna()]
+    g = run_gaps(runs, **bound_kw)
+    solved = g[g["status"].isin(SOLVED) & g["objective"].notna()]
     solved = solved[solved["objective_kind"].fillna("comm_time") == "comm_time"]
-    for (family, name, ihash), grp in solved.groupby(["family", "instance_name", "instance_hash"]):
+    for (family, name, _ihash), grp in solved.groupby(["family", "instance_name", "instance_hash"]):
         best = grp.loc[grp["objective"].astype(float).idxmin()]
         obj = float(best["objective"])
-        bound, bsrc = None, None
-        if (ihash, "comm_time") in bounds.index:
-            b = bounds.loc[(ihash, "comm_time")]
-            bound, bsrc = float(b["best_bound"]), str(b["bound_source"])
+        bound = None if pd.isna(best["best_bound"]) or isinstance(best["gap_error"], str) \
+            else float(best["best_bound"])
+        if isinstance(best["gap_error"], str):
+            log.error("reference %s: %s", name, best["gap_error"])
         optimal = bound is not None and abs(obj - bound) <= 1e-6 * abs(obj)
+        bsrc = "-" if bound is None else f"{best['bound_source']} [{best['bound_scope']}]"
         rows.append({"family": family, "instance": name, "objective": obj, "bound": bound,
                      "status": "optimal" if optimal else "feasible",
-                     "source": f"objective: {best['method']}; bound: {bsrc or '-'}"})
+                     "source": f"objective: {best['method']}; bound: {bsrc}"})
     return pd.DataFrame(rows, columns=["family", "instance", "objective", "bound", "status",
                                        "source"])
 
 
-def family_figures(runs: pd.DataFrame, out: Path, bound_methods=BOUND_METHODS) -> list[Path]:
+def family_figures(runs: pd.DataFrame, out: Path, **bound_kw) -> list[Path]:
     """Figures per family -- ``gap-<family>.png``, ``runtime-<family>.png`` and the Dolan-More
     profile ``profile-<family>.png`` over the methods that ran on every instance of the family
     (families run different methods, so a single profile would share no instance) -- and
@@ -136,7 +133,7 @@ def family_figures(runs: pd.DataFrame, out: Path, bound_methods=BOUND_METHODS) -
         size = grp["instance_hash"].nunique()
         covered = grp.groupby("method")["instance_hash"].nunique()
         complete = grp[grp["method"].isin(covered.index[covered == size])]
-        jobs = (("gap", lambda p, g=grp: plot_gap(g, p, bound_methods=bound_methods)),
+        jobs = (("gap", lambda p, g=grp: plot_gap(g, p, **bound_kw)),
                 ("runtime", lambda p, g=grp: plot_runtime(g, p)),
                 ("profile", lambda p, g=complete: plot_profile(g, p)))
         for kind, draw in jobs:
@@ -154,17 +151,16 @@ def family_figures(runs: pd.DataFrame, out: Path, bound_methods=BOUND_METHODS) -
     return written
 
 
-def write_outputs(store: Path, out: Path, bound_methods: tuple[str, ...] = BOUND_METHODS,
-                  library: Path | None = None) -> list[Path]:
+def write_outputs(store: Path, out: Path, library: Path | None = None, **bound_kw) -> list[Path]:
     """Tables and figures (:func:`.report.write_report`) plus the reference values of every
     family, all from the store; returns the paths written. With ``library`` the reference
     values are also written as ``library/<family>/reference.csv``."""
     runs = load_runs(store)
-    written = write_report(runs, out, kinds=(), bound_methods=bound_methods)
-    written.extend(family_figures(runs, out, bound_methods))
+    written = write_report(runs, out, kinds=(), **bound_kw)
+    written.extend(family_figures(runs, out, **bound_kw))
     ref_dir = out / "reference"
     ref_dir.mkdir(exist_ok=True)
-    for family, grp in reference_table(runs, bound_methods).groupby("family"):
+    for family, grp in reference_table(runs, **bound_kw).groupby("family"):
         path = ref_dir / f"{family}.csv"
         grp.drop(columns="family").to_csv(path, index=False)
         written.append(path)

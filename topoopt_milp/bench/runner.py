@@ -10,10 +10,9 @@ arises). The child
 
 1. reads its task (the instance JSON object itself, the method's registry entry, the options)
    from stdin,
-2. solves through :func:`topoopt_milp.registry.solve`,
-3. evaluates the solution with :func:`topoopt_milp.evaluate.evaluate` and re-checks it with the
-   independent :func:`topoopt_milp.check.check_solution` (any violation turns the run into an
-   ``error`` with the violations as its reason), and
+2. solves, evaluates and re-checks through :func:`topoopt_milp.pipeline.solve_checked` (any
+   violation of the independent checker turns the run into an ``error`` with the violations
+   as its reason), and
 4. writes one JSON result to its original stdout (solver chatter is redirected to stderr).
 
 The child has a **hard wall-clock limit** ``hard = time_limit * factor + slack`` (defaults 1.5
@@ -53,14 +52,16 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from .. import registry
+from ..errors import InputError
 from ..instance import FORMAT as INSTANCE_FORMAT
 from ..instance import Instance, InstanceError
-from ..result import SolveOptions
+from ..params import ParamError, SolveOptions, SolverParams
+from ..result import finite_json
 from .store import RunStore, run_key
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,6 @@ HARD_FACTOR = 1.5
 HARD_SLACK_S = 30.0
 NO_LIMIT_HARD_S = 600.0  # hard limit of a run without a time limit
 STDERR_TAIL = 1500  # characters of a crashed child's stderr kept in the error text
-
-_OPTION_FIELDS = {f.name for f in fields(SolveOptions)} - {"topology", "warm_start", "extra"}
 
 
 @dataclass(frozen=True)
@@ -82,8 +81,8 @@ class Task:
     instance: dict[str, Any]  # the topoopt-instance/1 object (workers may not share files)
     instance_path: str | None
     family: str
-    method: dict[str, str]  # registry entry: name, family, backend, target, description
-    params: dict[str, Any]  # SolveOptions.as_params() (seed excluded)
+    method: dict[str, Any]  # registry entry (registry.Method.to_dict)
+    params: dict[str, Any]  # SolveOptions.as_params(): the method's flat knobs (seed excluded)
     seed: int
     hard_limit_s: float
     instance_hash: str = ""
@@ -127,15 +126,25 @@ def instance_family(instance: Instance, path: Path | None) -> str:
     return path.parent.name if path is not None else "-"
 
 
-def make_options(seed: int, time_limit: float | None, settings: dict[str, Any] | None = None) -> SolveOptions:
-    """SolveOptions for a bench run; ``settings`` names SolveOptions fields (others go to
-    ``extra``)."""
-    settings = dict(settings or {})
-    known = {k: v for k, v in settings.items() if k in _OPTION_FIELDS}
-    extra = {k: v for k, v in settings.items() if k not in _OPTION_FIELDS}
-    # float(): a limit of 5 and of 5.0 is the same run (and the same run key).
-    limit = None if time_limit is None else float(time_limit)
-    return SolveOptions(seed=seed, time_limit=limit, extra=extra, **known)
+def check_settings(methods: Sequence[str], settings: dict[str, Any]) -> None:
+    """Refuse a knob that no method of the sweep (nor the solver) has, naming it; each method
+    then takes the knobs its own parameter classes define."""
+    known = set(SolverParams.names())
+    for m in methods:
+        known |= set(registry.get(m).params.names())
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise ParamError(f"{unknown[0]}: not a parameter of {', '.join(methods)} "
+                         f"(known: {', '.join(sorted(known))})")
+
+
+def make_options(method: str, seed: int, time_limit: float | None,
+                 settings: dict[str, Any] | None = None) -> SolveOptions:
+    """The :class:`SolveOptions` of one run of ``method`` in a sweep: ``settings`` are flat
+    knobs shared by the sweep's methods (each takes its own; see :func:`check_settings`)."""
+    knobs = dict(settings or {})
+    knobs["time_limit"] = time_limit
+    return registry.get(method).options(knobs, seed=seed, strict=False)
 
 
 def hard_limit_for(
@@ -158,6 +167,7 @@ def build_tasks(
     """Expand instances x methods x seeds into tasks (instance-major order)."""
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     entries = [registry.get(m) for m in methods]  # unknown names fail before anything runs
+    check_settings(methods, dict(settings or {}))
     hard = hard_limit if hard_limit is not None else hard_limit_for(time_limit)
     tasks = []
     for path, inst in find_instances(instance_paths):
@@ -166,12 +176,11 @@ def build_tasks(
         fam = instance_family(inst, path)
         for m in entries:
             for s in seed_list:
-                params = make_options(s, time_limit, settings).as_params()
+                params = make_options(m.name, s, time_limit, settings).as_params()
                 tasks.append(Task(
                     run_key=run_key(ihash, m.name, params, s, fam), instance=data,
                     instance_path=str(path), family=fam,
-                    method={"name": m.name, "family": m.family, "backend": m.backend,
-                            "target": m.target, "description": m.description},
+                    method=m.to_dict(),
                     params=params, seed=s, hard_limit_s=hard, instance_hash=ihash,
                 ))
     return tasks
@@ -191,8 +200,9 @@ def base_record(task: Task) -> dict[str, Any]:
         "instance_hash": task.instance_hash, "instance_path": task.instance_path,
         "family": task.family, "n": inst.get("n"), "degree": inst.get("degree"),
         "link_gbps": inst.get("link_gbps"), "instance_meta": inst.get("meta", {}),
-        "method": task.method["name"], "method_family": task.method["family"],
-        "method_backend": task.method["backend"], "params": task.params, "seed": task.seed,
+        "method": task.method["name"], "method_problem": task.method["problem"],
+        "method_kind": task.method["kind"], "method_backend": task.method["backend"],
+        "params": task.params, "seed": task.seed,
         "time_limit": task.params.get("time_limit"), "host": socket.gethostname(),
     }
 
@@ -282,50 +292,37 @@ def execute(task: Task) -> dict[str, Any]:
 
 # -- the child process ------------------------------------------------------------------
 
-def _options_from_params(params: dict[str, Any], seed: int) -> SolveOptions:
-    settings = {k: v for k, v in params.items() if k != "time_limit"}
-    return make_options(seed, params.get("time_limit"), settings)
-
-
 def solve_record(instance: Instance, method: str, options: SolveOptions) -> dict[str, Any]:
-    """Solve in this process, evaluate, and re-check independently; the result columns of a
-    store record (``status``, ``objective``, ``bound``, ``gap``, ``runtime_s``, ``backend``,
-    ``metrics``, ``error``, ...). A method that raises, or a solution the checker rejects, is
-    an ``error`` with the reason in ``error``."""
-    from ..check import check_solution
-    from ..evaluate import evaluate
-    from ..result import Status, solution_dict, versions
+    """Solve in this process through :func:`topoopt_milp.pipeline.solve_checked`; the result
+    columns of a store record (``status``, ``objective``, ``bound``, ``gap``, ``runtime_s``,
+    ``backend``, ``metrics``, ``scope``, ``features``, ``error``, ...). A method that raises,
+    or a solution the checker rejects, is an ``error`` with the reason in ``error``."""
+    from ..pipeline import solve_checked
+    from ..result import versions
 
     out: dict[str, Any] = {"versions": versions()}
     try:
-        result = registry.solve(instance, method, options)
+        result = solve_checked(instance, method, options)
     except Exception as exc:  # noqa: BLE001 - any failure of the method is this run's error
         log.debug("method %s failed", method, exc_info=True)
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         out.update(status="error", error=f"exception: {type(exc).__name__}: {exc} "
                    f"(at {Path(frame.filename).name}:{frame.lineno})")
         return out
-    metrics = None
     error = None
-    status = result.status
-    if result.topology is not None and result.routing is not None:
-        try:
-            metrics = evaluate(instance, result.topology, result.routing)
-        except Exception as exc:  # noqa: BLE001
-            error = f"evaluate: {type(exc).__name__}: {exc}"
-    if error is None:
-        problems = check_solution(instance.to_dict(), solution_dict(result, instance, metrics))
-        if problems:
-            error = f"checker: {len(problems)} violation(s): " + "; ".join(problems[:5])
-    if error is not None:
-        status = Status.ERROR
+    if result.violations:
+        error = f"checker: {len(result.violations)} violation(s): " + "; ".join(
+            result.violations[:5])
     out.update(
-        status=status.value, objective=result.objective, objective_kind=result.objective_kind,
-        bound=result.bound, gap=result.gap, runtime_s=result.runtime_s, backend=result.backend,
+        status=result.status.value, objective=result.objective,
+        objective_kind=result.objective_kind, bound=result.bound, gap=result.gap,
+        runtime_s=result.runtime_s, backend=result.backend,
         backend_version=result.backend_version, message=result.message or None, error=error,
-        metrics=metrics,
+        metrics=result.metrics, scope_status=result.scope_status,
+        scope=None if result.scope is None else result.scope.to_dict(),
+        features=None if result.features is None else result.features.to_dict(),
     )
-    return _json_safe(out)
+    return finite_json(out)
 
 
 def child_main(stdin: TextIO, result_out: TextIO) -> int:
@@ -335,28 +332,16 @@ def child_main(stdin: TextIO, result_out: TextIO) -> int:
     # The task carries the method's registry entry: a method registered at run time in the
     # parent (plugins, tests) resolves here too, through the same registry.solve entry point.
     if m["name"] not in registry.METHODS:
-        registry.METHODS[m["name"]] = registry.Method(**m)
+        registry.METHODS[m["name"]] = registry.Method.from_dict(m)
     try:
         instance = Instance.from_dict(task["instance"])
-        options = _options_from_params(task["params"], int(task["seed"]))
+        options = registry.get(m["name"]).options(task["params"], seed=int(task["seed"]))
     except Exception as exc:  # noqa: BLE001
         out = {"status": "error", "error": f"task: {type(exc).__name__}: {exc}"}
     else:
         out = solve_record(instance, m["name"], options)
     result_out.write(json.dumps(out) + "\n")
     return 0
-
-
-def _json_safe(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_json_safe(v) for v in obj]
-    if hasattr(obj, "item"):  # numpy scalars
-        return _json_safe(obj.item())
-    return obj
 
 
 def _child_entry() -> int:
@@ -457,7 +442,7 @@ def run_sweep(
                 on_record(rec)
 
         if engine not in ("local", "dask"):
-            raise ValueError(f"engine: unknown engine {engine!r} (known: local, dask)")
+            raise InputError(f"engine: unknown engine {engine!r} (known: local, dask)")
         with _sigterm_as_exit():
             if engine == "local":
                 _run_local(todo, jobs, record)
@@ -487,7 +472,7 @@ def _sigterm_as_exit():
 
 def _run_local(todo: Sequence[Task], jobs: int, record: Callable[[dict], None]) -> None:
     if jobs < 1:
-        raise ValueError(f"jobs: must be >= 1, got {jobs}")
+        raise InputError(f"jobs: must be >= 1, got {jobs}")
     pool = cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="bench")
     futures: dict[cf.Future, Task] = {}
     try:
@@ -511,16 +496,16 @@ def _run_dask(todo: Sequence[Task], address: str | None, jobs: int, record: Call
     try:
         from distributed import Client, as_completed
     except ImportError:  # pragma: no cover - depends on the install
-        raise ValueError("engine: dask needs the 'distributed' package "
+        raise InputError("engine: dask needs the 'distributed' package "
                          "(pip install 'topoopt-milp[dask]')") from None
     address = address or os.environ.get("DASK_SCHEDULER_ADDRESS")
     if not address:
-        raise ValueError("address: --engine dask needs --address tcp://HOST:PORT "
+        raise InputError("address: --engine dask needs --address tcp://HOST:PORT "
                          "or DASK_SCHEDULER_ADDRESS")
     try:
         client = Client(address, timeout="30s")
     except (OSError, TimeoutError) as exc:
-        raise ValueError(f"address: cannot reach the Dask scheduler at {address} ({exc})") from None
+        raise InputError(f"address: cannot reach the Dask scheduler at {address} ({exc})") from None
     with client:
         futures = client.map(execute, list(todo), pure=False)
         by_key = {f.key: t for f, t in zip(futures, todo, strict=True)}

@@ -16,12 +16,19 @@ Durability contract (what makes sweeps resumable):
 
 Columns (see ``docs/benchmarking.md`` for how to read them): ``run_key``, ``instance_name``,
 ``instance_hash``, ``instance_path``, ``family``, ``n``, ``degree``, ``link_gbps``,
-``instance_meta`` (JSON), ``method``, ``method_family``, ``method_backend``, ``backend``,
-``backend_version``, ``params`` (JSON), ``seed``, ``time_limit``, ``status``, ``objective``,
-``objective_kind``, ``bound``, ``gap``, ``runtime_s`` (the method's own), ``wall_s`` (process
-wall clock), ``versions`` (JSON), ``host``, ``error``, ``message``, ``started_at``,
-``finished_at`` (UTC ISO-8601) and ``metrics`` (JSON, the :func:`~topoopt_milp.evaluate.evaluate`
-dictionary).
+``instance_meta`` (JSON), ``method``, ``method_problem``, ``method_kind`` (heuristic, exact,
+restricted), ``method_backend``, ``backend``, ``backend_version``, ``params`` (JSON), ``seed``,
+``time_limit``, ``status``, ``scope_status`` (a restricted model's status within its model),
+``objective``, ``objective_kind``, ``bound``, ``scope`` (JSON, the bound's
+:class:`~topoopt_milp.scope.Scope`), ``features`` (JSON, the solution's
+:class:`~topoopt_milp.scope.Features`), ``gap``, ``runtime_s`` (the method's own), ``wall_s``
+(process wall clock), ``versions`` (JSON), ``host``, ``error``, ``message``, ``started_at``,
+``finished_at`` (UTC ISO-8601) and ``metrics`` (JSON, the
+:func:`~topoopt_milp.evaluate.evaluate` dictionary).
+
+Schema 1 stores (before bound scopes) are upgraded in place when opened for writing: the new
+columns are added empty, so their rows' bounds cover nothing and their solutions are compared
+with the analytic bounds only.
 """
 
 from __future__ import annotations
@@ -34,10 +41,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InputError
+
 if TYPE_CHECKING:  # pandas is imported lazily: sweep child processes never need it
     import pandas as pd
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # (column, SQL type); JSON columns hold text.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -51,7 +60,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("link_gbps", "REAL"),
     ("instance_meta", "TEXT"),
     ("method", "TEXT NOT NULL"),
-    ("method_family", "TEXT"),
+    ("method_problem", "TEXT"),
+    ("method_kind", "TEXT"),
     ("method_backend", "TEXT"),
     ("backend", "TEXT"),
     ("backend_version", "TEXT"),
@@ -59,9 +69,12 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("seed", "INTEGER NOT NULL"),
     ("time_limit", "REAL"),
     ("status", "TEXT NOT NULL"),
+    ("scope_status", "TEXT"),
     ("objective", "REAL"),
     ("objective_kind", "TEXT"),
     ("bound", "REAL"),
+    ("scope", "TEXT"),
+    ("features", "TEXT"),
     ("gap", "REAL"),
     ("runtime_s", "REAL"),
     ("wall_s", "REAL"),
@@ -74,10 +87,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("metrics", "TEXT"),
 )
 COLUMN_NAMES = tuple(c for c, _ in COLUMNS)
-JSON_COLUMNS = ("instance_meta", "params", "versions", "metrics")
+JSON_COLUMNS = ("instance_meta", "params", "versions", "metrics", "scope", "features")
 
 
-class StoreError(ValueError):
+class StoreError(InputError):
     """The file is not a run store this version can read."""
 
 
@@ -128,8 +141,10 @@ class RunStore:
         if "runs" in tables:
             row = self.conn.execute("SELECT value FROM store_info WHERE key='schema'").fetchone() \
                 if "store_info" in tables else None
-            if row is None or int(row[0]) != SCHEMA_VERSION:
-                found = None if row is None else row[0]
+            found = None if row is None else row[0]
+            if found == "1":
+                self._upgrade_from_1()
+            elif found != str(SCHEMA_VERSION):
                 raise StoreError(f"{self.path}: run store schema {found!r}, expected {SCHEMA_VERSION}")
             return
         cols = ", ".join(f"{c} {t}" for c, t in COLUMNS)
@@ -141,6 +156,24 @@ class RunStore:
                 "INSERT OR REPLACE INTO store_info VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
             )
             self.conn.execute("CREATE INDEX IF NOT EXISTS runs_instance ON runs (instance_hash)")
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def _upgrade_from_1(self) -> None:
+        have = {r[1] for r in self.conn.execute("PRAGMA table_info(runs)")}
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for col, typ in COLUMNS:
+                if col not in have:
+                    self.conn.execute(f"ALTER TABLE runs ADD COLUMN {col} {typ}")
+            if "method_family" in have:
+                self.conn.execute("UPDATE runs SET method_problem = method_family, method_kind = "
+                                  "CASE method_backend WHEN 'heuristic' THEN 'heuristic' "
+                                  "ELSE 'exact' END")
+            self.conn.execute("UPDATE store_info SET value = ? WHERE key = 'schema'",
+                              (str(SCHEMA_VERSION),))
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")

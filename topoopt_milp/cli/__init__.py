@@ -1,5 +1,7 @@
 """The ``topoopt-milp`` command line (click). Commands live in one module per area; this
-module holds the group and turns every user-input error into one line on stderr, exit 2."""
+module holds the group and sorts errors by kind (:mod:`topoopt_milp.errors`): bad user input
+(an :class:`~topoopt_milp.errors.InputError`, a missing file) is one line on stderr and exit
+code 2; anything else is a bug and shows its traceback (exit code 1)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,10 @@ import sys
 
 import click
 
-from ..instance import InstanceError
-from ..registry import UnknownMethodError
-from ..result import SolutionError
+from ..errors import InputError
 
 # Errors that are the user's input, not our bug: one line, exit code 2, no traceback.
-USER_ERRORS: tuple[type[Exception], ...] = (
-    InstanceError, SolutionError, UnknownMethodError, FileNotFoundError,
-)
+USER_ERRORS: tuple[type[Exception], ...] = (InputError, FileNotFoundError)
 
 
 class UserError(click.ClickException):
@@ -27,8 +25,6 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except USER_ERRORS as exc:
-            raise UserError(str(exc)) from None
-        except ValueError as exc:  # validation errors raised by library code name the field
             raise UserError(str(exc)) from None
 
 

@@ -24,7 +24,8 @@ def _methods(text: str) -> list[str]:
     return names
 
 
-def _settings(pairs: tuple[str, ...]) -> dict:
+def settings_from(pairs: tuple[str, ...]) -> dict:
+    """``--set KEY=VALUE`` pairs as knobs (values parsed as JSON when they are JSON)."""
     out = {}
     for p in pairs:
         if "=" not in p:
@@ -71,7 +72,7 @@ def bench(instances, methods_text, time_limit, seeds, jobs, store_path, engine, 
 
     if seeds < 1:
         raise click.BadParameter("must be >= 1", param_hint="--seeds")
-    settings = {"threads": threads, **_settings(set_pairs)}
+    settings = {"threads": threads, **settings_from(set_pairs)}
     tasks = build_tasks(instances, _methods(methods_text), seeds, time_limit, settings, hard_limit)
     summary = run_sweep(tasks, store_path, jobs=jobs, engine=engine, address=address,
                         retry_errors=retry_errors, progress=not no_progress)
@@ -184,15 +185,22 @@ def report(stores, outdir, figure_formats, families, methods_filter, bound_metho
 @click.option("--threads", type=int, default=1, show_default=True)
 @click.option("--set", "set_pairs", multiple=True, metavar="KEY=VALUE", help="Further solve option.")
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md", show_default=True)
-def compare(instance_path, methods_text, time_limit, seed, threads, set_pairs, fmt) -> None:
+@click.option("--bound-methods", default=None,
+              help="Only these exact methods (comma-separated) give bounds.")
+@click.option("--no-analytic", is_flag=True,
+              help="Do not use the analytic lower bound (ideal switch / Moore) as a bound.")
+def compare(instance_path, methods_text, time_limit, seed, threads, set_pairs, fmt, bound_methods,
+            no_analytic) -> None:
     """Solve INSTANCE with several methods (in this process) and compare each method's
-    objective with the best bound found by any exact method."""
+    objective with the best bound whose scope contains its solution (exact methods' bounds
+    and the analytic lower bound)."""
     from ..bench.compare import compare_methods
     from ..bench.tables import render
 
     instance = Instance.load(instance_path)
-    settings = {"threads": threads, **_settings(set_pairs)}
-    df = compare_methods(instance, _methods(methods_text), seed, time_limit, settings)
+    settings = {"threads": threads, **settings_from(set_pairs)}
+    df = compare_methods(instance, _methods(methods_text), seed, time_limit, settings,
+                         **_bound_kw(bound_methods, no_analytic))
     if fmt == "json":
         click.echo(df.to_json(orient="records", indent=1))
     else:

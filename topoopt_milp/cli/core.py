@@ -12,17 +12,18 @@ import click
 from .. import registry
 from ..check import check_solution
 from ..evaluate import evaluate
-from ..instance import Instance
+from ..instance import Instance, InstanceError
+from ..params import SolverParams
+from ..pipeline import solve_checked
 from ..result import (
     SolutionError,
-    SolveOptions,
     Status,
     read_solution,
     result_from_solution,
-    solution_dict,
     write_solution,
 )
 from . import main
+from .options import given, knob_options
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +41,13 @@ METRIC_ROWS = (
 
 @main.command()
 def methods() -> None:
-    """List every method with its family and backend."""
-    click.echo(f"{'method':<16} {'family':<10} {'backend':<10} description")
+    """List every method: the problem it solves, its kind (heuristic, exact, restricted),
+    backend, and the scope of its bound."""
+    click.echo(f"{'method':<18} {'problem':<8} {'kind':<11} {'backend':<10} description")
     for m in registry.METHODS.values():
-        click.echo(f"{m.name:<16} {m.family:<10} {m.backend:<10} {m.description}")
+        click.echo(f"{m.name:<18} {m.problem:<8} {m.kind:<11} {m.backend:<10} {m.description}")
+        if m.scope:
+            click.echo(f"{'':<18} {'':<8} {'':<11} {'':<10} bound scope: {m.scope}")
 
 
 def load_instance(path: str, fmt: str = "json", capacity: str = "file") -> Instance:
@@ -64,78 +68,64 @@ def _load_result(path: str | None, instance: Instance, what: str):
     return res
 
 
+def fixed_instance(instance: Instance, path: str, rings: str | None) -> Instance:
+    """``instance`` with the topology of solution ``path`` fixed, and its rings (orders and
+    shares) unless ``rings == "default"``."""
+    sol = _load_result(path, instance, "--topology")
+    if sol.topology is None:
+        raise SolutionError(f"--topology: {path} holds no topology (status {sol.status.value})")
+    keep = rings != "default" and sol.routing is not None and sol.routing.rings
+    try:
+        return instance.with_topology(sol.topology.links, sol.routing.rings if keep else None)
+    except InstanceError as exc:
+        raise SolutionError(f"--topology: {path}: {exc}") from None
+
+
+_KNOB_CLASSES = (SolverParams, *dict.fromkeys(m.params for m in registry.METHODS.values()))
+_OWNERS = {cls: ", ".join(m.name for m in registry.METHODS.values() if m.params is cls)
+           for cls in _KNOB_CLASSES}
+
+
 @main.command()
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(dir_okay=False))
 @click.option("--method", "-m", required=True, help="Method name (see `topoopt-milp methods`).")
 @click.option("--seed", default=0, show_default=True, help="Random seed (ties, expanders, solvers).")
-@click.option("--time-limit", type=float, default=None, help="Solver time limit in seconds.")
-@click.option("--objective", type=click.Choice(["comm_time", "diameter", "total_hops"]),
-              default="comm_time", show_default=True, help="select family objective.")
-@click.option("--candidates", type=click.Choice(["coprime", "all"]), default="coprime",
-              show_default=True, help="select family: TotientPerms jumps or all 1..n/2.")
-@click.option("--routing", type=click.Choice(["shortest", "ecmp", "coin-change", "lp"]),
-              default=None, help="Routing on the chosen topology (default: the method's own).")
-@click.option("--split", type=click.Choice(["proportional", "all_ar"]), default="proportional",
-              show_default=True, help="TopologyFinder degree split between AllReduce and MP.")
-@click.option("--variant", type=click.Choice(["fractional", "ksp", "unsplittable"]),
-              default="fractional", show_default=True, help="route family variant.")
-@click.option("--solver", type=click.Choice(["highs", "cbc"]), default="highs",
-              show_default=True, help="MILP solver behind PuLP.")
-@click.option("--lp-algorithm", type=click.Choice(["simplex", "ipm", "pdlp"]), default="ipm",
-              show_default=True, help="HiGHS LP algorithm (route LPs).")
-@click.option("--threads", type=int, default=1, show_default=True, help="Solver threads.")
-@click.option("--mip-gap", type=float, default=1e-6, show_default=True,
-              help="Relative MIP gap at which exact solvers stop.")
-@click.option("--k-paths", type=int, default=4, show_default=True,
-              help="Candidate paths per commodity (ksp / unsplittable variants).")
+@knob_options(_KNOB_CLASSES, owners=_OWNERS)
 @click.option("--topology", "topology_path", type=click.Path(dir_okay=False), default=None,
-              help="Fix the topology of this earlier solution (route family).")
+              help="Fix the topology of this earlier solution, and its AllReduce rings (orders "
+                   "and shares) unless --rings default (route family).")
 @click.option("--warm-start", type=click.Path(dir_okay=False), default=None,
               help="Start exact solvers from this solution.")
 @click.option("--export", "export_path", type=click.Path(dir_okay=False), default=None,
               help="Write the model to MODEL.mps or MODEL.lp.")
-@click.option("--faithful", is_flag=True, help="Keep the published artifact's quirks.")
 @click.option("--format", "fmt", type=click.Choice(["json", "sndlib"]), default="json",
               show_default=True, help="Instance file format.")
 @click.option("--capacity", type=click.Choice(["file", "unit"]), default="file",
               show_default=True, help="SNDlib: installed link capacities or unit capacities.")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
               help="Where to write the solution JSON.")
-def solve(instance_path, method, seed, time_limit, objective, candidates, routing, split,
-          variant, solver, lp_algorithm, threads, mip_gap, k_paths, topology_path, warm_start,
-          export_path, faithful, fmt, capacity, out) -> None:
-    """Solve INSTANCE with one method; write, re-check and summarise the solution."""
+def solve(instance_path, method, seed, topology_path, warm_start, export_path, fmt, capacity,
+          out, **knobs) -> None:
+    """Solve INSTANCE with one method; write, re-check and summarise the solution.
+
+    Every knob of the method's parameter class and of the solver is an option (unknown ones
+    for this method are refused by name); the solution is re-checked by the independent
+    checker, and a violation makes the status `error` (exit code 1)."""
     instance = load_instance(instance_path, fmt, capacity)
+    knobs = given(knobs)
     m = registry.get(method)
-    fixed = _load_result(topology_path, instance, "--topology")
-    options = SolveOptions(
-        seed=seed, time_limit=time_limit, objective=objective, candidates=candidates,
-        routing=routing, split=split, variant=variant, solver=solver, lp_algorithm=lp_algorithm,
-        threads=threads, mip_gap=mip_gap, k_paths=k_paths,
-        topology=None if fixed is None else fixed.topology,
-        warm_start=_load_result(warm_start, instance, "--warm-start"),
-        export=export_path, faithful=faithful,
-    )
+    if topology_path is not None:
+        instance = fixed_instance(instance, topology_path, knobs.get("rings"))
+    options = m.options(knobs, seed=seed, export=export_path,
+                        warm_start=_load_result(warm_start, instance, "--warm-start"))
     t0 = time.perf_counter()
-    result = m.solve(instance, options)
+    result = solve_checked(instance, method, options)
     log.info("%s finished in %.3f s (own runtime %.3f s)", method, time.perf_counter() - t0,
              result.runtime_s)
-    metrics = None
-    if result.topology is not None and result.routing is not None:
-        metrics = evaluate(instance, result.topology, result.routing)
-        if "sndlib" in instance.meta:  # shared undirected capacities: SNDlib's congestion
-            from ..sndlib import congestion
-
-            metrics["max_link_utilization"] = congestion(instance, result.routing)
-        problems = check_solution(instance.to_dict(), solution_dict(result, instance, metrics))
-        if problems:
-            # A solution the independent checker rejects is an error, whatever the solver said.
-            result = result.with_(status=Status.ERROR,
-                                  message="checker: " + "; ".join(problems[:5]))
-    write_solution(out, result, instance, metrics)
+    write_solution(out, result, instance)
     click.echo(result.summary())
-    if metrics:
-        _print_metrics(metrics)
+    if result.metrics:
+        _print_metrics(result.metrics)
     if result.status is Status.ERROR:
         raise SystemExit(1)
 
@@ -157,10 +147,12 @@ def evaluate_cmd(instance_path, solution_path, as_json) -> None:
     Exit code 1 when the checker finds violations (each is printed)."""
     instance = Instance.load(instance_path)
     data = read_solution(solution_path)
-    if data["instance"].get("hash") != instance.content_hash():
+    ihash = instance.content_hash()
+    hashes = {data["instance"].get("hash"), data["instance"].get("base_hash")}
+    if ihash not in hashes:
         raise SolutionError(
             f"instance: {solution_path} was solved on instance hash {data['instance'].get('hash')}"
-            f", not on {instance_path} ({instance.content_hash()})"
+            f", not on {instance_path} ({ihash})"
         )
     problems = check_solution(instance.to_dict(), data)
     res = result_from_solution(data)

@@ -30,7 +30,7 @@ def reproduce(quick, library, out, jobs, no_progress) -> None:
     topoopt_milp/bench/reproduce.py, stored in OUT/runs.sqlite (re-running resumes), then
     gap tables (md, LaTeX, csv), the family summary, figures and reference values (the full
     plan also writes them to INSTANCES/<family>/reference.csv)."""
-    from ..bench.reproduce import BOUND_METHODS, run_plan, write_outputs
+    from ..bench.reproduce import run_plan, write_outputs
     from ..bench.store import load_runs
     from ..bench.tables import family_table, render
 
@@ -41,6 +41,6 @@ def reproduce(quick, library, out, jobs, no_progress) -> None:
     store = run_plan(library, out, quick, jobs=jobs, progress=not no_progress)
     # Only the full plan covers every library instance, so only it refreshes reference.csv.
     written = write_outputs(store, out, library=None if quick else library)
-    summary = family_table(load_runs(store), bound_methods=BOUND_METHODS)
+    summary = family_table(load_runs(store))
     click.echo(render(summary, "md"))
     click.echo(f"wrote {len(written)} files under {out} (runs: {store})")

@@ -110,25 +110,13 @@ def _cost_options(f):
 
 
 def _search_options(f):
-    from ..cooptimize import SCHEDULES
+    from ..cooptimize import CoOptConfig
+    from .options import knob_options
 
     opts = [
-        click.option("--topology-method", "method", default="topologyfinder", show_default=True,
-                     help="Registered method that builds the topology (see `methods`)."),
-        click.option("--budget", type=int, default=1000, show_default=True, help="MCMC steps."),
-        click.option("--seed", type=int, default=0, show_default=True),
-        click.option("--temperature", type=float, default=0.05, show_default=True,
-                     help="Relative Metropolis temperature: accept +x%% worse w.p. exp(-x/(100 T))."),
-        click.option("--schedule", type=click.Choice(SCHEDULES), default="every", show_default=True,
-                     help="Rebuild the topology after accepted moves, every K steps, or alternate "
-                          "K coarse rounds."),
-        click.option("--k", "k", type=int, default=50, show_default=True,
-                     help="Steps between rebuilds (every) or number of rounds (alternate)."),
-        click.option("--overlap/--no-overlap", default=False, show_default=True,
-                     help="Iteration time max(compute, comm) instead of compute + comm."),
-        click.option("--true-pipeline/--fast-pipeline", default=True, show_default=True,
-                     help="Judge pipeline moves by a topology rebuild (true time) or by the fast "
-                          "estimate on the current topology."),
+        knob_options([CoOptConfig]),
+        click.option("--set", "set_pairs", multiple=True, metavar="KEY=VALUE",
+                     help="A knob of the topology method (e.g. --set rings=given)."),
         click.option("--time-limit", type=float, default=None,
                      help="Time limit per topology solve (exact methods)."),
         click.option("--strategy", default="dp", show_default=True,
@@ -147,10 +135,8 @@ def _search_options(f):
               help="Directory for summary.json, trajectory.csv, strategy.json, instance.json, "
                    "solution.json.")
 def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes, gpu, efficiency,
-               method, budget, seed, temperature, schedule, k, overlap, true_pipeline, time_limit,
-               strategy,
-               cost_nic, cost_transceiver, cost_switch_port, cost_patch_port, fat_tree_tiers,
-               fat_tree_gbps, out):
+               time_limit, set_pairs, strategy, cost_nic, cost_transceiver, cost_switch_port,
+               cost_patch_port, fat_tree_tiers, fat_tree_gbps, out, **search):
     """Co-optimize MODEL's parallelization strategy and the topology (Metropolis MCMC).
 
     Progress goes to stderr; the final strategy's iteration time is compared with the ideal
@@ -159,15 +145,18 @@ def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes,
 
     from ..cooptimize import CoOptConfig, summary, write_outputs
     from ..cooptimize import cooptimize as run
-    from ..result import SolveOptions
     from ..workloads.fabrics import CostModel
     from ..workloads.strategy import parse_strategy
+    from .bench import settings_from
+    from .options import given
 
     w = _workload(model_name, n, gpus_per_server, batch, dtype_bytes, gpu, efficiency)
     start = parse_strategy(strategy, w.model, n, gpus_per_server)
-    cfg = CoOptConfig(method=method, budget=budget, seed=seed, temperature=temperature,
-                      schedule=schedule, k=k, overlap=overlap, true_pipeline=true_pipeline,
-                      options=SolveOptions(seed=seed, time_limit=time_limit))
+    knobs = settings_from(set_pairs)
+    if time_limit is not None:
+        knobs["time_limit"] = time_limit
+    cfg = CoOptConfig(**given(search), method_knobs=knobs)
+    method, budget = cfg.method, cfg.budget
     cost = CostModel(cost_nic, cost_transceiver, cost_switch_port, cost_patch_port, fat_tree_tiers)
     with click.progressbar(length=budget, label=f"cooptimize {w.model.name}", file=sys.stderr,
                            item_show_func=lambda r: r and f"best {r['best_true_s']:.4g} s") as bar:

@@ -1,7 +1,7 @@
 """alloc: degree-constrained integer link allocation together with routing (MILP and CP-SAT).
 
 Decision. A symmetric integer link matrix ``x[i][j] in {0, .., cap}`` (multi-links allowed up
-to ``cap = options.extra["max_multiplicity"]``, default ``d``) with the port budget::
+to ``cap = max_multiplicity``, default ``d``) with the port budget::
 
     sum_j x[i][j] = d   (regular instance; "<= d" otherwise)
 
@@ -22,11 +22,11 @@ its row sum. ``lambda <= 1`` is valid because the ideal-switch time is 1 unit. T
 and the bound (HiGHS ``mip_dual_bound`` on ``lambda``, also on time-out) are reported in
 seconds as ``V / (B lambda)``.
 
-AllReduce rings (``options.extra["rings"]``):
+AllReduce rings (parameter ``rings``):
 
 * ``"given"``: the rings (orders and shares) of
-  :func:`~topoopt_milp.topology.default_rings`; ``"totient"``: the TotientPerms ring orders
-  and shares. Ring edges are fixed demands.
+  :func:`~topoopt_milp.topology.default_rings`; ``"warm"``: the warm start's rings (e.g.
+  TotientPerms' orders and shares). Ring edges are fixed demands.
 * ``"choose"`` (default): every group may split its volume over the TotientPerms candidate orders
   ``member[(i m) mod k]``, ``gcd(m, k) = 1`` (sorted members). With shares ``sigma_c`` the
   demand ``lambda sigma_c`` is bilinear; substituting ``tau_c = lambda sigma_c`` (so
@@ -42,20 +42,26 @@ largest class and an anchor ``k0`` outside it (or its first node, removed from i
 ``x[k0][q_1] >= x[k0][q_2] >= ...`` is valid. Only one chain is added: chains for several
 classes could contradict each other.
 
-Warm start: ``options.warm_start`` or, when it is ``None``, the ``topologyfinder`` heuristic
-(if available) -- its links become a MIP start / CP-SAT hint when they fit ``cap``.
+Scope (:mod:`topoopt_milp.scope`): every topology with the port budget (at most ``cap``
+links per pair when ``max_multiplicity < d``), the ring space of the ``rings`` mode
+(``choose``: the TotientPerms orders with a free split; otherwise the fixed rings) and
+fractional routing: the proven optimum bounds every solution in that space.
+
+Warm start: ``options.warm_start`` (the registry passes TopologyFinder's solution when the
+caller gives none) -- its links become a MIP start / CP-SAT hint when they fit ``cap``.
 
 CP-SAT (``solve_cpsat``): integer links, and every commodity pair ``(s, t)`` is cut into
-``P = options.extra["cpsat_splits"]`` equal pieces (default 1: unsplittable), each taking one
-path among the ``options.k_paths`` shortest paths of the complete graph ``K_n`` (ties broken
-by node order; ``options.extra["cpsat_paths"] = "two_hop"`` uses all paths of at most two
-hops); a used path forces ``x_e >= 1`` on its links. Volumes are integer units (rounded down,
+``P = cpsat_splits`` equal pieces (default 1: unsplittable), each taking one path among the
+``k_paths`` shortest paths of the complete graph ``K_n`` (ties broken by node order;
+``cpsat_paths = "two_hop"`` uses all paths of at most two hops); a used path forces
+``x_e >= 1`` on its links. Volumes are integer units (rounded down,
 ``scale`` recorded), the load of arc ``a`` is at most ``U x_a`` via the value indicators of
 ``x_a`` (``U`` in ``1 / (lcm(1..cap) P)`` units, exact), and ``T = U scale / B``. This is a
 restricted problem (path-limited, splits in multiples of ``1/P``): its optimum can exceed the
-fractional MILP optimum, its bound is valid for the restricted problem only, and its
-infeasibility is reported as ``no_solution``. Ring orders are given (``"given"`` or
-``"totient"``); choosing them is the joint family's job.
+fractional MILP optimum, its bound is valid for the restricted problem only (scope
+``restricted``), its optimality is reported as ``scope_status`` and its infeasibility as
+``no_solution``. Ring orders are given (``"given"`` or ``"warm"``); choosing them is the joint
+family's job.
 
 A solver stopped by its time limit without a solution returns the warm-start topology with
 shortest-path routing (status ``feasible``) rather than nothing.
@@ -75,18 +81,18 @@ from ortools.sat.python import cp_model
 
 from ..backends.cpsat_backend import solve_cpsat as _run_cpsat
 from ..backends.pulp_backend import solve_pulp
+from ..circulant import totient_orders
 from ..instance import Instance
-from ..result import SolveOptions, SolveResult
+from ..params import ParamError, SolveOptions
+from ..result import SolveResult
+from ..scope import Scope, ring_scope
 from ..topology import Ring, Topology, default_rings
 from . import _exact
-from ._exact import expr_value, normalise_shares, totient_orders  # shared with select
+from ._exact import expr_value, normalise_shares
+from .certify import certify, warm_incumbent, warm_topology
+from .flow_paths import decompose_flow
 
 log = logging.getLogger(__name__)
-
-RING_MODES = ("given", "totient", "choose")
-# integer units per largest commodity (extra["cpsat_units"]); rounding down costs at most
-# 1e-6 of a commodity, below the 1e-5 tolerance at which optimality is still claimed
-CPSAT_UNITS = 10**6
 
 
 # -- building blocks shared with the joint family -------------------------------------------------
@@ -153,41 +159,30 @@ def symmetry_chain(D: np.ndarray) -> tuple[int, list[int]] | None:
     return anchor, big
 
 
-def warm_topology(instance: Instance, options: SolveOptions, cap: int) -> Topology | None:
-    """The warm-start topology: ``options.warm_start`` or TopologyFinder's, if it fits."""
-    topo = options.warm_start.topology if options.warm_start is not None else None
-    if topo is None and options.extra.get("auto_warm_start", True):
-        from .. import registry
-
-        if registry.available("topologyfinder"):
-            try:
-                res = registry.solve(instance, "topologyfinder", options.with_(warm_start=None))
-                topo = res.topology
-            except Exception as exc:  # a heuristic failure must not stop the exact model
-                log.warning("topologyfinder warm start failed: %s", exc)
-    if topo is None or topo.n != instance.n:
-        return None
-    deg = topo.degrees()
-    ok = topo.links.max() <= cap and (
-        (deg == instance.degree).all() if instance.regular else (deg <= instance.degree).all())
-    return topo if ok else None
-
-
-def _rings(instance: Instance, mode: str) -> list[Ring]:
-    if mode == "given":
+def fixed_rings(instance: Instance, options: SolveOptions) -> list[Ring]:
+    """The fixed ring orders of ``rings`` mode ``given`` (default rings) or ``warm`` (the warm
+    start's rings; groups it leaves out keep their default rings)."""
+    if options.method.rings == "given":
         return list(default_rings(instance))
-    if mode == "totient":
-        from ..heuristics.totient import build
-
-        rings = build(instance)[1]
-        covered = {r.group for r in rings}
-        return list(rings) + [Ring(g, tuple(grp.members)) for g, grp in
-                              enumerate(instance.allreduce) if g not in covered]
-    raise ValueError(f"rings: unknown ring mode {mode!r} (known: {', '.join(RING_MODES)})")
+    ws = options.warm_start
+    if ws is None or ws.routing is None:
+        raise ParamError("rings: 'warm' needs a warm start with rings (--warm-start SOL.json)")
+    rings = list(ws.routing.rings)
+    covered = {r.group for r in rings}
+    return rings + [r for r in default_rings(instance) if r.group not in covered]
 
 
-def _cap(instance: Instance, options: SolveOptions) -> int:
-    return int(options.extra.get("max_multiplicity", instance.degree))
+def link_cap(instance: Instance, options: SolveOptions) -> int:
+    """The multiplicity cap ``max_multiplicity`` (default: the degree)."""
+    cap = options.method.max_multiplicity
+    return instance.degree if cap is None else int(cap)
+
+
+def link_scope(instance: Instance, options: SolveOptions, ring_args: dict, **more) -> Scope:
+    """Scope of a link-allocation model: every topology (capped multiplicity if below ``d``)."""
+    cap = link_cap(instance, options)
+    return Scope(topology="any", max_multiplicity=cap if cap < instance.degree else None,
+                 **ring_args, **more)
 
 
 # -- MILP ---------------------------------------------------------------------------------------------
@@ -195,11 +190,11 @@ def build_milp(instance: Instance, options: SolveOptions):
     """The throughput MILP of the module docstring; returns ``(prob, parts)``."""
     n, d = instance.n, instance.degree
     V = _exact.volume_unit(instance)
-    mode = options.extra.get("rings", "choose")
+    mode = options.method.rings
     prob = pulp.LpProblem("alloc", pulp.LpMaximize)
     lam = prob.add_variable("lam", 0, 1)
     prob.setObjective(lam)
-    x = link_vars_milp(prob, n, d, instance.regular, _cap(instance, options))
+    x = link_vars_milp(prob, n, d, instance.regular, link_cap(instance, options))
     demand: dict[int, dict[int, object]] = defaultdict(lambda: defaultdict(float))
     # (group, order, share): a fixed float share, or the variable tau = lambda * share
     ring_terms: list[tuple[int, tuple[int, ...], pulp.LpVariable | float]] = []
@@ -214,12 +209,12 @@ def build_milp(instance: Instance, options: SolveOptions):
                                              grp.edge_bytes / V, demand)
         D = None
     else:
-        rings = _rings(instance, mode)
+        rings = fixed_rings(instance, options)
         D = _exact.demand_matrix(instance, rings)
         for s, t in zip(*np.nonzero(D), strict=True):
             demand[int(s)][int(t)] += float(D[s, t] / V) * lam
         ring_terms = [(r.group, r.order, r.share) for r in rings]
-        chain = symmetry_chain(D) if options.extra.get("symmetry", True) else None
+        chain = symmetry_chain(D) if options.method.symmetry else None
         if chain:
             anchor, cls = chain
             for a, b in zip(cls, cls[1:], strict=False):
@@ -229,7 +224,7 @@ def build_milp(instance: Instance, options: SolveOptions):
                   "mode": mode, "V": V, "D": D}
 
 
-def extract_milp(instance, options, parts, values, method, out, runtime, spu):
+def extract_milp(instance, options, parts, values, method, out, runtime, spu, fallback=None):
     """Topology, rings and routing from a MILP solution; the :class:`SolveResult`."""
     n = instance.n
     lam = values.get("lam", 0.0)
@@ -253,35 +248,49 @@ def extract_milp(instance, options, parts, values, method, out, runtime, spu):
     for s, row in parts["demand"].items():
         arc = {(i, j): values.get(v.name, 0.0) for (ss, i, j), v in parts["f"].items() if ss == s}
         dem = {t: expr_value(e, values) for t, e in row.items()}
-        for t, ps in _exact.decompose_source(s, arc, dem, L).items():
+        for t, ps in decompose_flow(s, arc, dem, topo).items():
             pair_paths[(s, t)] = ps
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed)
     model_obj = spu / lam if lam > 0 else None
-    bound = None if out.bound is None else (0.0 if out.bound <= 0 else spu / min(out.bound, 1e300))
-    return _exact.comm_time_result(method, instance, options, out, topo, routing, model_obj, bound,
-                                   runtime, message=f"rings={parts['mode']}")
+    return certify(method, instance, options, out, topo, routing, scope=alloc_scope(instance,
+                   options, parts), runtime=runtime, bound=throughput_bound(out.bound, spu),
+                   model_objective=model_obj, notes=[f"rings={parts['mode']}"], fallback=fallback)
+
+
+def throughput_bound(lam_bound: float | None, spu: float) -> float | None:
+    """Seconds bound ``V / (B lambda_bound)`` of a throughput model (``None`` when the solver
+    gave no bound; ``0`` for a non-positive multiplier bound, which bounds nothing)."""
+    if lam_bound is None:
+        return None
+    return 0.0 if lam_bound <= 0 else spu / min(lam_bound, 1e300)
+
+
+def alloc_scope(instance: Instance, options: SolveOptions, parts) -> Scope:
+    fixed = [Ring(g, tuple(o), float(t)) for g, o, t in parts["rings"]] \
+        if parts["mode"] != "choose" else None
+    return link_scope(instance, options, ring_scope(parts["mode"], fixed))
 
 
 def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     """Integer link allocation + fractional routing as a MILP (PuLP; HiGHS or CBC)."""
     t0 = time.perf_counter()
     prob, parts = build_milp(instance, options)
-    warm = warm_topology(instance, options, _cap(instance, options))
+    cap = link_cap(instance, options)
+    warm = warm_topology(instance, options, cap)
     start = None
     if warm is not None:
         start = {f"x_{i}_{j}": float(warm.links[i, j]) for i, j in combinations(range(instance.n), 2)}
     out = solve_pulp(prob, options, start)
     runtime = time.perf_counter() - t0
+    spu = _exact.seconds_per_unit(instance)
+    rings = default_rings(instance) if parts["mode"] == "choose" else fixed_rings(instance, options)
+    fallback = warm_incumbent(instance, options, rings, cap)
     if not out.status.has_solution:
-        spu = _exact.seconds_per_unit(instance)
-        bound = None if not out.bound or out.bound <= 0 else spu / out.bound
-        mode = parts["mode"]
-        fb = _exact.fallback_result("alloc-milp", instance, options, out, warm,
-                                    _rings(instance, "given" if mode == "choose" else mode),
-                                    runtime, bound)
-        return fb or _exact.failed_result("alloc-milp", options, out, runtime)
-    return extract_milp(instance, options, parts, out.values, "alloc-milp", out, runtime,
-                        _exact.seconds_per_unit(instance))
+        return certify("alloc-milp", instance, options, out, None, None,
+                       scope=alloc_scope(instance, options, parts), runtime=runtime,
+                       bound=throughput_bound(out.bound, spu), fallback=fallback)
+    return extract_milp(instance, options, parts, out.values, "alloc-milp", out, runtime, spu,
+                        fallback)
 
 
 # -- CP-SAT ---------------------------------------------------------------------------------------------
@@ -373,7 +382,7 @@ def solve_link_paths_cpsat(method, m, x, z, items, cap, instance, options, fallb
     Returns ``(outcome, solver, choice, divisor, splits, runtime, topology)``, or a finished
     :class:`SolveResult` (the warm start, or a failure) when CP-SAT found no solution."""
     n = instance.n
-    splits = int(options.extra.get("cpsat_splits", 1))
+    splits = options.method.cpsat_splits
     choice, _, divisor = path_loads_cpsat(m, n, x, z, items, cap, splits)
     warm = warm_topology(instance, options, cap)
     hint = None
@@ -382,13 +391,24 @@ def solve_link_paths_cpsat(method, m, x, z, items, cap, instance, options, fallb
     out, solver = _run_cpsat(m, options, hint)
     runtime = time.perf_counter() - t0
     if not out.status.has_solution:
-        fb = _exact.fallback_result(method, instance, options, out, warm, fallback_rings, runtime,
-                                    restricted=True)
-        return fb or _exact.failed_result(method, options, out, runtime, restricted=True)
+        return certify(method, instance, options, out, None, None,
+                       scope=path_model_scope(instance, options), runtime=runtime,
+                       fallback=warm_incumbent(instance, options, fallback_rings, cap))
     L = np.zeros((n, n), dtype=np.int64)
     for i, j in combinations(range(n), 2):
         L[i, j] = L[j, i] = solver.Value(x[i, j])
     return out, solver, choice, divisor, splits, runtime, Topology(L)
+
+
+def path_model_scope(instance: Instance, options: SolveOptions, scale: float | None = None,
+                     rings: str = "given ring orders") -> Scope:
+    """The restricted scope of a CP-SAT link + path-choice model."""
+    p = options.method
+    units = "" if scale is None else f"; volumes in units of {scale:.6g} bytes"
+    detail = (f"{p.cpsat_splits} piece(s) per commodity, each on one of "
+              f"{'the two-hop' if p.cpsat_paths == 'two_hop' else f'{p.k_paths} shortest'} paths "
+              f"of K_n; {rings}{units}")
+    return link_scope(instance, options, {"rings": "any"}, routing="restricted", detail=detail)
 
 
 def lcm_upto(cap: int) -> int:
@@ -400,19 +420,16 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     """Integer links + one path per commodity pair among candidate paths: CP-SAT."""
     t0 = time.perf_counter()
     n, d = instance.n, instance.degree
-    cap = _cap(instance, options)
-    mode = options.extra.get("rings", "given")
-    if mode == "choose":
-        raise ValueError("rings: CP-SAT alloc takes given ring orders; use joint-cpsat to choose")
-    rings = _rings(instance, mode)
+    cap = link_cap(instance, options)
+    rings = fixed_rings(instance, options)
     D = _exact.demand_matrix(instance, rings)
     pairs = [(int(s), int(t)) for s, t in zip(*np.nonzero(D), strict=True)]
     units, scale, exact = _exact.integer_units(np.array([D[p] for p in pairs]),
-                                                int(options.extra.get("cpsat_units", CPSAT_UNITS)))
+                                                options.method.cpsat_units)
     m = cp_model.CpModel()
     x, z = link_vars_cpsat(m, n, d, instance.regular, cap)
-    pmode = options.extra.get("cpsat_paths", "ksp")
-    items = [((s, t), u, candidate_paths(n, s, t, options.k_paths, pmode), None)
+    pmode = options.method.cpsat_paths
+    items = [((s, t), u, candidate_paths(n, s, t, options.method.k_paths, pmode), None)
              for (s, t), u in zip(pairs, units, strict=True)]
     solved = solve_link_paths_cpsat("alloc-cpsat", m, x, z, items, cap, instance, options,
                                     rings, t0)
@@ -423,7 +440,6 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
                   for key, _, paths, _ in items}
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed)
     bound = None if out.bound is None else out.bound / divisor * scale / instance.link_bytes_per_s
-    return _exact.comm_time_result(
-        "alloc-cpsat", instance, options, out, topo, routing, None, bound, runtime, scale=scale,
-        exact_model=exact, message=f"{splits} piece(s) per commodity over {pmode} candidate paths; units of "
-        f"{scale:.6g} bytes; bound valid for that model")
+    return certify("alloc-cpsat", instance, options, out, topo, routing,
+                   scope=path_model_scope(instance, options, scale), runtime=runtime, bound=bound,
+                   exact_model=exact, scale=scale)

@@ -1,8 +1,12 @@
 """Flow decomposition: a single-source arc flow into simple paths with split fractions.
 
-Used by the route family to turn LP arc flows into a :class:`~topoopt_milp.topology.Routing`.
-Any decomposition of an optimal flow is optimal (dropping cycle flow only lowers loads); this
-one is chosen for speed on the dense flows an interior-point solution has.
+The one decomposition of the package: every exact family (route LPs, the alloc / joint /
+select MILPs) turns its source-aggregated arc flows into a
+:class:`~topoopt_milp.topology.Routing` here. Any decomposition of an optimal flow is optimal
+(dropping cycle flow only lowers loads); this one is chosen for speed on the dense flows an
+interior-point solution has. Arcs without a link in the topology are ignored: a MILP link
+variable within the integrality tolerance of 0 may still carry a sliver of flow in a
+time-limited incumbent, and a path over it would have no capacity.
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ def decompose_flow(s: int, flow: dict[tuple[int, int], float], demand: dict[int,
     interior-point solution has."""
     total = sum(demand.values())
     thr = 1e-10 * total
+    links = topology.links
     into: dict[int, dict[int, float]] = {}
     for (u, v), f in flow.items():
-        if f > thr:
+        if f > thr and links[u, v] > 0:
             into.setdefault(v, {})[u] = f
     result: dict[int, list[tuple[Path, float]]] = {}
     for t, want in sorted(demand.items(), key=lambda kv: -kv[1]):
@@ -50,6 +55,8 @@ def decompose_flow(s: int, flow: dict[tuple[int, int], float], demand: dict[int,
             got[path] = got.get(path, 0.0) + push
             left -= push
         if left > LEFTOVER * want:
+            if not np.isfinite(topology.hop_distances[s, t]):
+                continue  # unreachable: left to the caller (and to the checker)
             sp = _shortest_path(topology, s, t)
             got[sp] = got.get(sp, 0.0) + left
         result[t] = [(p, f / want) for p, f in sorted(got.items()) if f > 1e-12 * want]

@@ -5,7 +5,7 @@ a decision: a Hamiltonian cycle on the members, with ring-edge volume
 ``e_g = 2 (k_g - 1)/k_g S_g`` sent from each member to its successor. Groups of two members
 have a single ring (both directions) and stay fixed. Meant for small clusters (``n <= 8``).
 
-The volume of a group may be split over ``R = options.extra["rings_per_group"]`` rings
+The volume of a group may be split over ``R = rings_per_group`` rings
 (default 2: TotientPerms' bidirectional ring is a ring plus its reverse at half share each;
 two identical rings are one ring at full share).
 
@@ -37,7 +37,11 @@ integer links with value indicators, and for every commodity ``cpsat_splits`` pi
 1) each on one of the candidate paths of the complete graph (:func:`.alloc.candidate_paths`);
 a ring edge is routed iff its arc literal is true. Volumes are integer units (scale recorded)
 as in ``alloc-cpsat``; the optimum is that of this restricted problem (equal ring shares,
-candidate paths, pieces), which can exceed the MILP optimum.
+candidate paths, pieces), which can exceed the MILP optimum: its scope is restricted, and its
+optimality is reported as ``scope_status``.
+
+Scope of the MILP: every topology with the port budget, any ``R`` ring orders per group with a
+free split, fractional routing (groups of two members have their one ring).
 
 Known issue: CBC 2.10 (bundled with PuLP 3.3) stops this MILP at the root node after a
 heuristic solution and claims optimality at a worse value (see
@@ -60,25 +64,29 @@ from ortools.sat.python import cp_model
 
 from ..backends.pulp_backend import solve_pulp
 from ..instance import Instance
-from ..result import SolveOptions, SolveResult
+from ..params import SolveOptions
+from ..result import SolveResult
+from ..scope import ring_scope
 from ..topology import Ring, Topology, default_rings
 from . import _exact
 from .alloc import (
-    CPSAT_UNITS,
-    _cap,
     candidate_paths,
     chosen_paths,
     flow_vars_milp,
+    link_cap,
+    link_scope,
     link_vars_cpsat,
     link_vars_milp,
+    path_model_scope,
     solve_link_paths_cpsat,
-    warm_topology,
+    throughput_bound,
 )
+from .certify import certify, warm_incumbent, warm_topology
+from .flow_paths import decompose_flow
 
 log = logging.getLogger(__name__)
 
 MAX_N_WARNING = 8
-DEFAULT_RINGS = 2
 
 
 def _free_groups(instance: Instance) -> list[int]:
@@ -100,7 +108,7 @@ def build_milp(instance: Instance, options: SolveOptions):
     prob = pulp.LpProblem("joint", pulp.LpMaximize)
     lam = prob.add_variable("lam", 0, 1)
     prob.setObjective(lam)
-    x = link_vars_milp(prob, n, d, instance.regular, _cap(instance, options))
+    x = link_vars_milp(prob, n, d, instance.regular, link_cap(instance, options))
     demand: dict[int, dict[int, object]] = defaultdict(lambda: defaultdict(float))
     mp = instance.mp_matrix()
     for s, t in zip(*np.nonzero(mp), strict=True):
@@ -114,7 +122,7 @@ def build_milp(instance: Instance, options: SolveOptions):
         u, v = grp.members  # two members: the ring u -> v -> u is the only one
         demand[u][v] += grp.edge_bytes / V * lam
         demand[v][u] += grp.edge_bytes / V * lam
-    R = rings_per_group(options)
+    R = options.method.rings_per_group
     for g in free:
         grp = instance.allreduce[g]
         ms, k = list(grp.members), len(grp.members)
@@ -151,7 +159,7 @@ def build_milp(instance: Instance, options: SolveOptions):
                 prob += pulp.lpSum(mu[v, u] for v in ms if v != u) == tau, f"mu_in_{g}_{r}_{u}"
             arcs[g, r] = a
             shares[g, r] = tau
-    if free and np.allclose(mp, mp.T) and options.extra.get("symmetry", True):
+    if free and np.allclose(mp, mp.T) and options.method.symmetry:
         g = free[0]
         ms = instance.allreduce[g].members
         root, a = ms[0], arcs[g, 0]
@@ -160,11 +168,6 @@ def build_milp(instance: Instance, options: SolveOptions):
     f = flow_vars_milp(prob, n, x, demand)
     return prob, {"lam": lam, "x": x, "f": f, "arcs": arcs, "shares": shares, "demand": demand,
                   "V": V}
-
-
-def rings_per_group(options: SolveOptions) -> int:
-    """``options.extra["rings_per_group"]`` (default 2: a ring and its reverse, or one ring)."""
-    return max(1, int(options.extra.get("rings_per_group", DEFAULT_RINGS)))
 
 
 def _rings_from(instance: Instance, free, R: int, succ_of, share_of) -> list[Ring]:
@@ -201,19 +204,21 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     if n > MAX_N_WARNING:
         log.warning("joint-milp at n = %d: the model is meant for n <= %d", n, MAX_N_WARNING)
     prob, parts = build_milp(instance, options)
-    warm = warm_topology(instance, options, _cap(instance, options))
+    cap = link_cap(instance, options)
+    warm = warm_topology(instance, options, cap)
     start = None
     if warm is not None:
         start = {f"x_{i}_{j}": float(warm.links[i, j]) for i, j in combinations(range(n), 2)}
         start.update(_ring_start(instance, parts))
     out = solve_pulp(prob, options, start)
     runtime = time.perf_counter() - t0
+    R = options.method.rings_per_group
+    scope = link_scope(instance, options, ring_scope("orders", rings_per_group=R))
+    spu = _exact.seconds_per_unit(instance)
+    fallback = warm_incumbent(instance, options, default_rings(instance), cap)
     if not out.status.has_solution:
-        spu = _exact.seconds_per_unit(instance)
-        bound = None if not out.bound or out.bound <= 0 else spu / out.bound
-        fb = _exact.fallback_result("joint-milp", instance, options, out, warm,
-                                    default_rings(instance), runtime, bound)
-        return fb or _exact.failed_result("joint-milp", options, out, runtime)
+        return certify("joint-milp", instance, options, out, None, None, scope=scope,
+                       runtime=runtime, bound=throughput_bound(out.bound, spu), fallback=fallback)
     vals = out.values
     L = np.zeros((n, n), dtype=np.int64)
     for i, j in combinations(range(n), 2):
@@ -223,7 +228,6 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     def succ_of(g, r):
         return {u: v for (u, v), var in parts["arcs"][g, r].items() if vals.get(var.name, 0.0) > 0.5}
 
-    R = rings_per_group(options)
     rings = _rings_from(instance, _free_groups(instance), R, succ_of,
                         lambda g, r: vals.get(parts["shares"][g, r].name, 0.0))
     lam = vals.get("lam", 0.0)
@@ -232,34 +236,34 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
         arc = {(i, j): vals.get(v.name, 0.0) for (ss, i, j), v in parts["f"].items() if ss == s}
         dem = {t: float(sum(c * vals.get(v.name, 0.0) for v, c in e.items()) + e.constant)
                if not isinstance(e, float) else e for t, e in row.items()}
-        pair_paths.update({(s, t): ps for t, ps in _exact.decompose_source(s, arc, dem, L).items()})
+        pair_paths.update({(s, t): ps for t, ps in decompose_flow(s, arc, dem, topo).items()})
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed)
-    spu = _exact.seconds_per_unit(instance)
     model_obj = spu / lam if lam > 0 else None
-    bound = None if out.bound is None else (0.0 if out.bound <= 0 else spu / out.bound)
-    return _exact.comm_time_result("joint-milp", instance, options, out, topo, routing, model_obj,
-                                   bound, runtime, message="rings chosen")
+    return certify("joint-milp", instance, options, out, topo, routing, scope=scope,
+                   runtime=runtime, bound=throughput_bound(out.bound, spu),
+                   model_objective=model_obj, notes=["rings chosen"], fallback=fallback)
 
 
 def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     """Links + ring orders (AddCircuit) + one candidate path per commodity: CP-SAT."""
     t0 = time.perf_counter()
     n, d = instance.n, instance.degree
-    cap = _cap(instance, options)
+    cap = link_cap(instance, options)
     free = _free_groups(instance)
     mp = instance.mp_matrix()
     mp_pairs = [(int(s), int(t)) for s, t in zip(*np.nonzero(mp), strict=True)]
-    R = rings_per_group(options)
+    R = options.method.rings_per_group
+    k_paths = options.method.k_paths
     # free groups: R rings of equal share 1/R (identical rings allowed: one ring, full share)
     vols = [mp[p] for p in mp_pairs] + [grp.edge_bytes / (R if g in free else 1)
                                         for g, grp in enumerate(instance.allreduce)]
     units, scale, exact = _exact.integer_units(np.array(vols, dtype=float),
-                                                int(options.extra.get("cpsat_units", CPSAT_UNITS)))
+                                                options.method.cpsat_units)
     mp_units, ar_units = units[: len(mp_pairs)], units[len(mp_pairs):]
     m = cp_model.CpModel()
     x, z = link_vars_cpsat(m, n, d, instance.regular, cap)
-    pmode = options.extra.get("cpsat_paths", "ksp")
-    items = [(("mp", s, t), u, candidate_paths(n, s, t, options.k_paths, pmode), None)
+    pmode = options.method.cpsat_paths
+    items = [(("mp", s, t), u, candidate_paths(n, s, t, k_paths, pmode), None)
              for (s, t), u in zip(mp_pairs, mp_units, strict=True)]
     arcs: dict[tuple[int, int], dict[tuple[int, int], object]] = {}
     for g, grp in enumerate(instance.allreduce):
@@ -268,7 +272,7 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
             continue
         if g not in free:
             for u, v in ((ms[0], ms[1]), (ms[1], ms[0])):
-                items.append((("ar", g, u, v), ar_units[g], candidate_paths(n, u, v, options.k_paths,
+                items.append((("ar", g, u, v), ar_units[g], candidate_paths(n, u, v, k_paths,
                                                                              pmode), None))
             continue
         idx = {u: i for i, u in enumerate(ms)}
@@ -278,8 +282,8 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
             arcs[g, r] = lits
             for (u, v), lit in lits.items():
                 items.append((("ar", g, u, v, r), ar_units[g],
-                              candidate_paths(n, u, v, options.k_paths, pmode), lit))
-    if free and np.allclose(mp, mp.T) and options.extra.get("symmetry", True):
+                              candidate_paths(n, u, v, k_paths, pmode), lit))
+    if free and np.allclose(mp, mp.T) and options.method.symmetry:
         g = free[0]
         ms = instance.allreduce[g].members
         root, lits = ms[0], arcs[g, 0]
@@ -316,8 +320,8 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed,
                                              comm_paths)
     bound = None if out.bound is None else out.bound / divisor * scale / instance.link_bytes_per_s
-    return _exact.comm_time_result(
-        "joint-cpsat", instance, options, out, topo, routing, None, bound, runtime, scale=scale,
-        exact_model=exact,
-        message=f"rings by AddCircuit; {splits} piece(s) per commodity over {pmode} paths; "
-        f"units of {scale:.6g} bytes; bound valid for that model")
+    return certify("joint-cpsat", instance, options, out, topo, routing,
+                   scope=path_model_scope(instance, options, scale,
+                                          f"{R} ring order(s) per group at equal shares"),
+                   runtime=runtime, bound=bound, exact_model=exact, scale=scale,
+                   notes=["rings by AddCircuit"])

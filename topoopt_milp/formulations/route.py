@@ -1,7 +1,8 @@
 """The route family: minimum communication time routing on a fixed topology.
 
-Given the topology ``L`` (``options.topology``) and the instance's commodities (MP demands and
-the ring edges of every AllReduce ring), choose paths and split fractions minimising
+Given the instance's fixed topology ``L`` (:class:`~topoopt_milp.instance.FixedTopology`; on
+the command line ``--topology SOL.json``) and its commodities (MP demands and the ring edges of
+every AllReduce ring), choose paths and split fractions minimising
 
     T_comm = max over capacity resources r of  load(r) / cap(r)
 
@@ -9,7 +10,7 @@ where a resource is one directed arc ``(i, j)`` with ``cap = L[i, j] * B`` (the 
 model of DESIGN.md section 2) or, for SNDlib instances, one undirected link whose capacity is
 shared by both directions (``load(i->j) + load(j->i) <= U cap``; see :mod:`topoopt_milp.sndlib`).
 
-Variants (``options.variant``)
+Variants (parameter ``variant``)
 ------------------------------
 ``fractional`` (default): the max-concurrent-flow LP. Source-aggregated arc formulation -- one
 flow ``f[s, a] >= 0`` per source ``s`` with demand and per arc ``a``::
@@ -21,7 +22,7 @@ flow ``f[s, a] >= 0`` per source ``s`` with demand and per arc ``a``::
 Aggregating commodities by source gives ``|S| |A|`` variables instead of ``|K| |A|``; the
 optimum is the same (any single-source flow decomposes into paths to its sinks). The flows
 are decomposed into simple paths (cycles dropped) to give every commodity its split.
-``extra["formulation"]`` selects ``"per-pair"`` (one flow per ``(s, t)``: same optimum, much
+``formulation`` selects ``"per-pair"`` (one flow per ``(s, t)``: same optimum, much
 larger, for the benchmark), ``"source"`` or ``"symmetric"``; the default ``"auto"`` uses the
 circulant symmetric reduction whenever it applies:
 
@@ -35,7 +36,7 @@ circulant symmetric reduction whenever it applies:
 
   ``n d`` variables instead of ``n^2 d``.
 
-``ksp``: the path LP over the ``k = options.k_paths`` shortest simple paths of each pair
+``ksp``: the path LP over the ``k = k_paths`` shortest simple paths of each pair
 (networkx ``shortest_simple_paths``): ``x[k, p] >= 0``, ``sum_p x[k, p] = 1``,
 ``sum_{k,p: a in p, a in r} D_k x[k, p] <= U cap(r)``. Its optimum bounds the restricted
 problem only (it is at least the fractional optimum).
@@ -47,13 +48,15 @@ the scale in ``SolveResult.scale``). Warm-started from shortest paths (candidate
 
 Ring orders
 -----------
-From ``options.warm_start.routing.rings`` when given, else the default rings laid along the
-jumps of a circulant topology (:func:`~topoopt_milp.topology.rings_along_jumps`: every ring
-edge of a coset group is then one link).
+The instance's fixed rings (orders and shares; ``--topology SOL.json`` keeps SOL's rings), or,
+when it fixes none or with ``rings = "default"``, the default rings laid along the jumps of a
+circulant topology (:func:`~topoopt_milp.topology.rings_along_jumps`: every ring edge of a
+coset group is then one link). The rings routed are part of the result's scope: a route
+optimum bounds only solutions with this topology *and* these rings.
 
 The fractional LP runs HiGHS interior point *without crossover* by default (``lp_algorithm``
-``ipm``): the flows are decomposed into paths, so a vertex solution is not needed; set
-``extra["crossover"] = "on"`` to run it. ``simplex`` and ``pdlp`` are also available.
+``ipm``, ``crossover = auto``): the flows are decomposed into paths, so a vertex solution is
+not needed; ``crossover = on`` runs it. ``simplex`` and ``pdlp`` are also available.
 
 Units and results
 -----------------
@@ -77,8 +80,12 @@ from scipy.sparse import coo_matrix
 
 from ..backends.cpsat_backend import solve_cpsat as run_cpsat
 from ..backends.pulp_backend import MatrixModel, solve_model
+from ..circulant import circulant_jumps
+from ..errors import InputError
 from ..instance import Instance
-from ..result import SolveOptions, SolveResult, Status
+from ..params import SolveOptions
+from ..result import SolveResult
+from ..scope import Scope, ring_scope, topology_hash
 from ..topology import (
     Commodity,
     Path,
@@ -87,15 +94,17 @@ from ..topology import (
     Topology,
     commodities_for,
     default_rings,
+    fixed_rings,
+    fixed_topology,
+    link_capacities,
     rings_along_jumps,
 )
 from . import _exact
+from .certify import certify
 from .flow_paths import decompose_flow
 
 log = logging.getLogger(__name__)
 
-VARIANTS = ("fractional", "ksp", "unsplittable")
-FORMULATIONS = ("auto", "source", "per-pair", "symmetric")
 INF = math.inf
 CPSAT_MAX_LCM = 10**4  # exact integer objective when lcm(capacities) stays this small
 CPSAT_CAP_UNITS = 10**4  # otherwise: capacity resolution (of the largest capacity)
@@ -127,31 +136,27 @@ class RouteProblem:
         return self.unit / self.cap_unit
 
 
-def fixed_topology(instance: Instance, options: SolveOptions) -> Topology:
-    """``options.topology``, or the topology an SNDlib instance carries in its meta."""
-    if options.topology is not None:
-        if options.topology.n != instance.n:
-            raise ValueError(f"topology: has n = {options.topology.n}, instance has {instance.n}")
-        return options.topology
-    if "sndlib" in instance.meta:
-        from ..sndlib import sndlib_topology
-
-        return sndlib_topology(instance)
-    raise ValueError("topology: route-milp needs --topology SOL.json (the routing is solved on a "
-                     "fixed topology)")
+def the_topology(instance: Instance) -> Topology:
+    """The instance's fixed topology; an input error when it has none."""
+    topology = fixed_topology(instance)
+    if topology is None:
+        raise InputError("topology: the route family solves the routing on a fixed topology; "
+                         "the instance has none (on the command line: --topology SOL.json)")
+    return topology.with_jumps(circulant_jumps(topology.links))
 
 
 def ring_orders(instance: Instance, topology: Topology, options: SolveOptions) -> tuple[Ring, ...]:
-    """Ring orders to route: the warm start's, else the default rings laid along the jumps of
-    a circulant topology (:func:`~topoopt_milp.topology.rings_along_jumps`)."""
-    ws = options.warm_start
-    if ws is not None and ws.routing is not None and ws.routing.rings:
-        return tuple(ws.routing.rings)
+    """Ring orders to route: the instance's fixed rings, else (or with ``rings = "default"``)
+    the default rings laid along the jumps of a circulant topology
+    (:func:`~topoopt_milp.topology.rings_along_jumps`)."""
+    fixed = fixed_rings(instance)
+    if fixed is not None and options.method.rings == "fixed":
+        return fixed
     return rings_along_jumps(default_rings(instance), topology)
 
 
 def build_problem(instance: Instance, options: SolveOptions) -> RouteProblem:
-    topology = fixed_topology(instance, options)
+    topology = the_topology(instance)
     rings = ring_orders(instance, topology, options)
     comms = tuple(commodities_for(instance, rings))
     unit = _exact.volume_unit(instance)
@@ -162,10 +167,8 @@ def build_problem(instance: Instance, options: SolveOptions) -> RouteProblem:
     L = topology.links
     u, v = np.nonzero(L)
     arcs = np.stack([u, v], axis=1)
-    shared = "sndlib" in instance.meta
+    shared = instance.topology.shared
     if shared:
-        from ..sndlib import link_capacities
-
         caps = link_capacities(instance)  # {(i, j): bytes/s}, i < j
         index = {(int(a), int(b)): k for k, (a, b) in enumerate(arcs)}
         cap_unit = max(caps.values())
@@ -178,7 +181,7 @@ def build_problem(instance: Instance, options: SolveOptions) -> RouteProblem:
     unreachable = (D > 0) & ~np.isfinite(topology.hop_distances)
     if unreachable.any():
         s, t = (int(x) for x in np.argwhere(unreachable)[0])
-        raise ValueError(f"topology: no path from {s} to {t}, which has demand (disconnected)")
+        raise InputError(f"topology: no path from {s} to {t}, which has demand (disconnected)")
     return RouteProblem(instance, topology, rings, comms, D, arcs, res_arcs, res_cap, unit,
                         cap_unit, shared)
 
@@ -300,12 +303,10 @@ def _decompose(P: RouteProblem, sources, demand, flows: np.ndarray, pairs_of_row
 
 
 def _solve_fractional(P: RouteProblem, options: SolveOptions):
-    form = options.extra.get("formulation", "auto")
-    if form not in FORMULATIONS:
-        raise ValueError(f"formulation: unknown {form!r} (known: {', '.join(FORMULATIONS)})")
+    form = options.method.formulation
     n = P.instance.n
     if form == "symmetric" and not symmetric_applies(P):
-        raise ValueError("formulation: the symmetric reduction needs a circulant topology and "
+        raise InputError("formulation: the symmetric reduction needs a circulant topology and "
                          "rotation-invariant traffic")
     if form == "symmetric" or (form == "auto" and symmetric_applies(P)):
         sources, demand = np.array([0]), P.D[:1]
@@ -347,8 +348,6 @@ def _solve_fractional(P: RouteProblem, options: SolveOptions):
 # -- path formulations: ksp LP, unsplittable MILP / CP-SAT -------------------------------------
 def candidate_paths(topology: Topology, pairs, k: int) -> dict[tuple[int, int], list[Path]]:
     """The ``k`` shortest simple paths (hops) of every pair, shortest first."""
-    if k < 1:
-        raise ValueError(f"k_paths: need at least 1 path per commodity, got {k}")
     g = topology.graph()
     out = {}
     for s, t in pairs:
@@ -433,7 +432,7 @@ def _solve_paths(P: RouteProblem, options: SolveOptions, integer: bool):
         items = _unsplit_items(P)
     else:
         items = [(int(s), int(t), float(P.D[s, t])) for s, t in np.argwhere(P.D > 0)]
-    cands = candidate_paths(P.topology, {(s, t) for s, t, _ in items}, options.k_paths)
+    cands = candidate_paths(P.topology, {(s, t) for s, t, _ in items}, options.method.k_paths)
     model, (owners, paths, *_rest) = _path_model(P, cands, items, integer)
     warm = None
     if integer:
@@ -468,33 +467,35 @@ def _solve_paths(P: RouteProblem, options: SolveOptions, integer: bool):
 
 # -- entry points ---------------------------------------------------------------------------
 def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
-    """``route-milp``: the variant ``options.variant`` with PuLP's solvers (HiGHS / CBC)."""
+    """``route-milp``: the variant ``variant`` with PuLP's solvers (HiGHS / CBC)."""
     t0 = time.perf_counter()
-    if options.variant not in VARIANTS:
-        raise ValueError(f"variant: unknown {options.variant!r} (known: {', '.join(VARIANTS)})")
     P = build_problem(instance, options)
-    note = ""
-    if options.variant == "fractional":
+    variant = options.method.variant
+    if variant == "fractional":
         lp_opts = options
-        if options.lp_algorithm == "ipm" and "crossover" not in options.extra:
+        sp = options.solver
+        if sp.lp_algorithm == "ipm" and sp.crossover == "auto":
             # The flows are decomposed into paths anyway, so a vertex solution buys nothing:
-            # skip crossover (extra["crossover"] = "on" restores it).
-            lp_opts = options.with_(extra={**options.extra, "crossover": "off"})
+            # skip crossover (crossover = on restores it).
+            lp_opts = options.with_(solver=sp.with_(crossover="off"))
         outcome, pair_paths, form = _solve_fractional(P, lp_opts)
         note = f"formulation={form}"
-        if lp_opts.extra.get("crossover") == "off":
+        if lp_opts.solver.crossover == "off" and sp.lp_algorithm == "ipm":
             note += "; ipm without crossover"
         routing = None
         if pair_paths is not None:
             routing = _exact.routing_from_pair_paths(instance, P.topology, P.rings, pair_paths,
                                                      options.seed)
     else:
-        outcome, routing = _solve_paths(P, options, options.variant == "unsplittable")
-        note = f"k_paths={options.k_paths}"
+        outcome, routing = _solve_paths(P, options, variant == "unsplittable")
+        note = f"k_paths={options.method.k_paths}"
     obj = outcome.objective * P.sec_per_unit if outcome.objective is not None else None
     bound = outcome.bound * P.sec_per_unit if outcome.bound is not None else None
+    detail = None if variant == "fractional" else (
+        f"{'one' if variant == 'unsplittable' else 'a split'} of the {options.method.k_paths} "
+        "shortest paths per commodity")
     return finish("route-milp", P, options, outcome, routing, obj, bound,
-                  time.perf_counter() - t0, note=note)
+                  time.perf_counter() - t0, note=note, restricted=detail)
 
 
 def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
@@ -510,7 +511,7 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     P = build_problem(instance, options)
     items = _unsplit_items(P)
     vols = np.array([c.bytes for c in P.commodities])
-    units, scale, exact = _exact.integer_units(vols, int(options.extra.get("cpsat_units", 10**5)))
+    units, scale, exact = _exact.integer_units(vols, options.method.cpsat_units)
     # link counts, or SNDlib's own capacities (then cap_unit is 1 byte/s per unit)
     caps_f = P.res_cap * P.cap_unit if P.shared else P.res_cap
     denom = 1.0 if P.shared else P.cap_unit
@@ -528,7 +529,8 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
         to_s = scale * CPSAT_CAP_UNITS / (Q * cmax * denom)
         ceil_slack = 1
         exact = False
-    cands = candidate_paths(P.topology, {(s, t) for s, t, _ in items}, options.k_paths)
+    k = options.method.k_paths
+    cands = candidate_paths(P.topology, {(s, t) for s, t, _ in items}, k)
     owners, paths, a_idx, c_idx, _w = _path_columns(P, cands, items)
     model = cp_model.CpModel()
     y = [model.NewBoolVar(f"y{j}") for j in range(len(paths))]
@@ -566,44 +568,30 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     bound = max(0.0, outcome.bound - ceil_slack) * to_s if outcome.bound is not None else None
     return finish("route-cpsat", P, options, outcome, routing, obj if exact else None, bound,
                   time.perf_counter() - t0, scale=scale, exact_model=exact,
-                  note=f"variant=unsplittable; k_paths={options.k_paths}; scale={scale:.6g} bytes/unit")
+                  note=f"variant=unsplittable; scale={scale:.6g} bytes/unit",
+                  restricted=f"one of the {k} shortest paths per commodity; volumes in units of "
+                             f"{scale:.6g} bytes")
 
 
 def finish(method: str, P: RouteProblem, options: SolveOptions, outcome, routing: Routing | None,
            obj_s: float | None, bound_s: float | None, runtime: float, scale: float | None = None,
-           exact_model: bool = True, note: str = "") -> SolveResult:
-    """The :class:`SolveResult`: objective recomputed from ``routing``, bound in seconds.
+           exact_model: bool = True, note: str = "", restricted: str | None = None) -> SolveResult:
+    """The :class:`SolveResult` through :func:`.certify.certify`: objective recomputed from
+    ``routing``, bound in seconds, scope the fixed topology and rings (``restricted``: the
+    path restriction of the ksp / unsplittable models).
 
     With a per-hop latency the models above ignore the latency term, so the bound adds the
     smallest possible one (``max`` hop distance over commodities times the latency) and the
-    result is at best feasible. SNDlib instances report their congestion (``objective_kind =
-    "max_link_utilization"``)."""
+    result is at best feasible. Instances with shared capacities (SNDlib) report their
+    congestion (``objective_kind = "max_link_utilization"``)."""
     inst = P.instance
-    if routing is None or not outcome.status.has_solution:
-        msg = "; ".join(x for x in (outcome.message, note) if x)
-        return _exact.failed_result(method, options, outcome, runtime, msg)
     if bound_s is not None and inst.latency_us > 0:
         hops = max((P.topology.hop_distances[c.src, c.dst] for c in P.commodities), default=0)
         bound_s += float(hops) * inst.latency_us * 1e-6
-    if not P.shared:
-        return _exact.comm_time_result(method, inst, options, outcome, P.topology, routing,
-                                       obj_s, bound_s, runtime, scale, exact_model, note)
-    from ..sndlib import congestion
-
-    obj = congestion(inst, routing)
-    status = outcome.status
-    if bound_s is not None and obj < bound_s <= obj * (1 + _exact.OBJ_TOL):
-        bound_s = obj
-    if status is Status.OPTIMAL and obj_s is not None and obj > obj_s * (1 + _exact.OBJ_TOL):
-        status = Status.FEASIBLE
-        note += f"; routing extraction gives {obj:.9g}, model said {obj_s:.9g}"
-    if status is Status.OPTIMAL and not exact_model:
-        status = Status.FEASIBLE
-        note += "; optimal for the integer-scaled model only (volumes rounded)"
-    msg = "; ".join(x for x in (outcome.message, note) if x)
-    return SolveResult(
-        method=method, status=status, objective=obj, bound=bound_s, runtime_s=runtime,
-        topology=P.topology, routing=routing, seed=options.seed, params=options.as_params(),
-        backend=outcome.backend, backend_version=outcome.version,
-        objective_kind="max_link_utilization", scale=scale, message=msg,
-    )
+    scope = Scope(topology="fixed", topology_hash=topology_hash(P.topology.links),
+                  **ring_scope("fixed", P.rings),
+                  **({} if restricted is None else {"routing": "restricted", "detail": restricted}))
+    kind = "max_link_utilization" if P.shared else "comm_time"
+    return certify(method, inst, options, outcome, P.topology if routing is not None else None,
+                   routing, scope=scope, runtime=runtime, bound=bound_s, model_objective=obj_s,
+                   objective_kind=kind, exact_model=exact_model, scale=scale, notes=[note])

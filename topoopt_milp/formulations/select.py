@@ -1,6 +1,6 @@
 """select: choose the ring jumps of a circulant topology exactly (MILP and CP-SAT).
 
-Decision. A set ``J`` of jumps ``p`` from a candidate set ``P`` (``options.candidates``:
+Decision. A set ``J`` of jumps ``p`` from a candidate set ``P`` (parameter ``candidates``:
 ``all`` = ``1..floor(n/2)``; ``coprime`` = the TotientPerms space of the whole cluster, the
 units of ``Z_n`` folded to ``p <= n/2`` because ``p`` and ``n-p`` are the same ring, plus
 ``n/2`` when ``d`` is odd, as TotientPerms adds it). Jump ``p`` links ``i -- i+p`` for every
@@ -50,15 +50,20 @@ themselves (``n/2`` to ``n/2``), preserving port counts. If ``J`` contains a uni
 weights are invariant under all units (checked numerically). Every feasible ``J`` contains a
 unit when the candidates are ``coprime``, and, for ``all``, when ``n`` is a prime power (a
 connected circulant needs a jump prime to ``n``). In those cases ``y_1 = 1`` is imposed
-(``options.extra["symmetry"] = False`` turns it off).
+(``symmetry = False`` turns it off).
 
 Flow model (objective ``comm_time``): see :mod:`.select_flow` (maximum concurrent flow with
 capacities switched by ``y``, AllReduce ring splits chosen by the MILP by default).
 
 Every result carries the chosen circulant (``Topology.jumps``) and a routing: the model's
-flows (comm_time) or ``options.routing`` (shortest by default; diameter, total_hops;
-``params`` gets ``diameter`` and ``avg_hops``). A run stopped without a solution returns its
-starting set (warm start, TotientPerms or the best random sample) with status ``feasible``.
+flows (comm_time) or the parameter ``routing`` (shortest by default; diameter, total_hops;
+``info`` gets ``jumps``, ``diameter`` and ``avg_hops``). A run stopped without a solution
+returns its starting set (the warm start -- the registry passes TotientPerms' solution -- or
+the best random sample) with status ``feasible``.
+
+Scope: circulants whose distinct jumps come from the candidate set. Rings: ``diameter`` does
+not depend on them (any rings); ``total_hops`` weighs the default rings' edges (those fixed
+rings); ``comm_time`` uses the ring space of the ``rings`` mode (see :mod:`.select_flow`).
 The hop objectives weight residues with the rings of
 :func:`~topoopt_milp.topology.default_rings`; ``comm_time`` results carry the rings the model
 used (chosen or given) in their routing.
@@ -77,12 +82,18 @@ from ortools.sat.python import cp_model
 
 from ..backends.cpsat_backend import solve_cpsat as _run_cpsat
 from ..backends.pulp_backend import solve_pulp
-from ..heuristics.routing import route
+from ..circulant import candidates, port_cost, rep, residue_distances
+from ..errors import InputError
+from ..evaluate import avg_hops
 from ..instance import Instance
-from ..result import SolveOptions, SolveResult, Status
+from ..params import SolveOptions
+from ..result import SolveResult
+from ..routing import route
+from ..scope import Scope, ring_scope
 from ..topology import Topology, default_rings
 from . import _exact
-from .select_flow import chosen_jumps, port_cost, rep, solve_flow
+from .certify import certify
+from .select_flow import chosen_jumps, solve_flow
 
 log = logging.getLogger(__name__)
 
@@ -96,13 +107,11 @@ def candidate_jumps(n: int, d: int, mode: str) -> list[int]:
     if mode == "all":
         return list(range(1, n // 2 + 1))
     if mode == "coprime":
-        from ..heuristics.totient import candidates
-
         cands = sorted({min(p % n, n - p % n) for p in candidates(n, n) if p % n})
         if d % 2 and n % 2 == 0 and n // 2 not in cands:
             cands.append(n // 2)
         return cands
-    raise ValueError(f"candidates: unknown candidate set {mode!r} (known: coprime, all)")
+    raise InputError(f"candidates: unknown candidate set {mode!r} (known: coprime, all)")
 
 
 def ball(m: int, h: int) -> int:
@@ -119,22 +128,6 @@ def parity_cuts(n: int, cands: list[int]) -> bool:
     """Whether every candidate jump is odd on an even ``n``: then a residue's parity is the
     parity of the number of hops to it, and the counting cut applies per parity class."""
     return n % 2 == 0 and all(p % 2 for p in cands)
-
-
-def residue_distances(n: int, jumps: Sequence[int]) -> np.ndarray:
-    """Hop distance from 0 to every residue in the circulant with these jumps (BFS)."""
-    dist = np.full(n, np.inf)
-    dist[0] = 0
-    frontier = np.array([0])
-    coins = np.array(sorted({c % n for p in jumps for c in (p, -p)}))
-    h = 0
-    while frontier.size:
-        h += 1
-        nxt = np.unique((frontier[:, None] + coins[None, :]) % n)
-        nxt = nxt[np.isinf(dist[nxt])]
-        dist[nxt] = h
-        frontier = nxt
-    return dist
 
 
 def residue_weights(instance: Instance) -> np.ndarray:
@@ -166,8 +159,7 @@ def _score(n: int, jumps, objective: str, W: np.ndarray) -> float:
 
 def start_jumps(instance: Instance, cands: list[int], warm=None) -> list[tuple[int, ...]]:
     """Feasible jump sets to start from: the warm start's circulant (``warm``, a
-    :class:`SolveResult`, if its topology is a circulant over these candidates) and
-    TotientPerms' selection."""
+    :class:`SolveResult`, if its topology is a circulant over these candidates)."""
     n, d, regular = instance.n, instance.degree, instance.regular
     sets = []
     topo = None if warm is None else warm.topology
@@ -175,12 +167,6 @@ def start_jumps(instance: Instance, cands: list[int], warm=None) -> list[tuple[i
         js = tuple(sorted({rep(n, p) for p in topo.jumps}))
         if (Topology.circulant(n, js).links == topo.links).all():
             sets.append(js)
-    try:
-        from ..heuristics.totient import totient_jumps
-
-        sets.append(tuple(sorted({rep(n, p) for p in totient_jumps(n, d)})))
-    except (ImportError, ValueError):
-        pass
     return [js for js in sets if set(js) <= set(cands) and _feasible(n, d, regular, js)]
 
 
@@ -371,10 +357,9 @@ def _solve(instance: Instance, options: SolveOptions, backend: str) -> SolveResu
     t0 = time.perf_counter()
     method = f"select-{backend}"
     n, d, regular = instance.n, instance.degree, instance.regular
-    objective = options.objective
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective: unknown {objective!r} (known: {', '.join(OBJECTIVES)})")
-    cands = candidate_jumps(n, d, options.candidates)
+    p = options.method
+    objective = p.objective
+    cands = candidate_jumps(n, d, p.candidates)
     rings = default_rings(instance)
     if objective == "comm_time":
         starts = start_jumps(instance, cands, options.warm_start)
@@ -385,8 +370,7 @@ def _solve(instance: Instance, options: SolveOptions, backend: str) -> SolveResu
     W = residue_weights(instance)
     wsym = _sym_weights(W)
     total = float(W.sum())
-    fix_one = options.extra.get("symmetry", True) and fix_unit_jump(n, cands, options.candidates,
-                                                                      objective, W)
+    fix_one = p.symmetry and fix_unit_jump(n, cands, p.candidates, objective, W)
     if fix_one and inc and 1 not in inc:
         inc = _with_unit_one(n, inc)
     hint = {f"y_{p}": float(p in inc) for p in cands} if inc else None
@@ -402,46 +386,32 @@ def _solve(instance: Instance, options: SolveOptions, backend: str) -> SolveResu
         out, _ = _run_cpsat(model, options, {y[p]: float(p in inc) for p in cands} if inc else None)
         to_obj = 1.0 if objective == "diameter" else scale
     runtime = time.perf_counter() - t0
-    status, notes = out.status, [out.message] if out.message else []
-    if out.status.has_solution:
-        jumps = chosen_jumps(out.values, cands)
-    elif out.status is Status.NO_SOLUTION and inc:
-        # a time-limited run returns its incumbent: the heuristic set the solver was given
-        jumps, status = tuple(inc), Status.FEASIBLE
-        notes.append("solver found no solution in time: heuristic incumbent returned")
-    else:
-        return _exact.failed_result(method, options, out, runtime)
-    topo = Topology.circulant(n, jumps)
-    dist = residue_distances(n, jumps)
-    value = float(dist.max()) if objective == "diameter" else float(np.dot(W, dist))
     bound = None if out.bound is None else out.bound * to_obj
     if objective == "diameter":
         # counting bound (within h hops at most Ball(m, h) residues) is valid on its own
         counting = float(next(h for h in range(n) if ball(m_max, h) >= n))
         bound = counting if bound is None else max(bound, counting)
-    if objective == "diameter" and bound is not None:
         bound = float(math.ceil(bound - 1e-6))  # diameters are integers
-    if bound is not None and value < bound <= value * (1 + _exact.OBJ_TOL) + 1e-9:
-        bound = value
-    if status is Status.OPTIMAL and (not exact) and bound is not None and value > 0 and \
-            (value - bound) / value > max(options.mip_gap, _exact.OBJ_TOL):
-        status = Status.FEASIBLE
-        notes.append("optimal for the integer-scaled weights only")
     # hop objectives do not route; return the requested heuristic routing (shortest paths by
     # default; coin-change and ECMP are shortest-path routings on a circulant too)
-    how = options.routing if options.routing in ("shortest", "ecmp", "coin-change") else "shortest"
-    routing = route(instance, topo, rings, how, options.seed)
-    from ..evaluate import avg_hops
+    how = p.routing or "shortest"
 
-    params = {**options.as_params(), "jumps": list(jumps), "diameter": float(dist.max()),
-              "avg_hops": avg_hops(routing), "horizon": H, "fixed_unit_jump": fix_one}
-    return SolveResult(
-        method=method, status=status, objective=value, bound=bound, runtime_s=runtime,
-        topology=topo, routing=routing, seed=options.seed, params=params, backend=out.backend,
-        backend_version=out.version, objective_kind=objective,
-        scale=None if backend == "milp" or objective == "diameter" else to_obj,
-        message="; ".join(notes),
-    )
+    def routed(jumps):
+        topo = Topology.circulant(n, jumps)
+        return topo, route(instance, topo, rings, how, options.seed)
+
+    topo = routing = None
+    if out.status.has_solution:
+        topo, routing = routed(chosen_jumps(out.values, cands))
+    info = {"horizon": H, "fixed_unit_jump": fix_one}
+    if topo is not None:
+        info.update(jumps=list(topo.jumps), diameter=topo.diameter(), avg_hops=avg_hops(routing))
+    scope = Scope(topology="circulant", candidates=cands,
+                  **(ring_scope("any") if objective == "diameter" else ring_scope("given", rings)))
+    return certify(method, instance, options, out, topo, routing, scope=scope, runtime=runtime,
+                   bound=bound, objective_kind=objective, exact_model=exact,
+                   scale=None if backend == "milp" or objective == "diameter" else to_obj,
+                   info=info, fallback=routed(tuple(inc)) if inc else None)
 
 
 def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:

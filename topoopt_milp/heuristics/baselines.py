@@ -1,7 +1,7 @@
 """Baseline topologies and analytic references.
 
 Every ``solve_*`` builds a topology under the port budget, uses the instance's ring orders as
-listed (:func:`~topoopt_milp.topology.default_rings`) and routes by ``options.routing`` or
+listed (:func:`~topoopt_milp.topology.default_rings`) and routes by the ``routing`` parameter or
 shortest path (random tie-breaking, seeded).
 
 * **expander** -- a seeded uniformly random ``d``-regular simple graph
@@ -57,9 +57,11 @@ import time
 import networkx as nx
 import numpy as np
 
+from ..errors import InputError
 from ..evaluate import ideal_switch_time
 from ..instance import Instance
-from ..result import SolveOptions, SolveResult
+from ..params import SolveOptions
+from ..result import SolveResult
 from ..topology import Topology, default_rings
 from .support import (
     components,
@@ -133,7 +135,7 @@ def demand_greedy_links(weights: np.ndarray, d: int) -> np.ndarray:
 def ring_links(n: int, d: int) -> tuple[np.ndarray, tuple[int, ...]]:
     """``+-1`` ring with ``d // 2`` parallel links (plus the ``n/2`` matching for odd ``d``)."""
     if d < 2:
-        raise ValueError(f"degree: a ring needs at least 2 ports per node, got {d}")
+        raise InputError(f"degree: a ring needs at least 2 ports per node, got {d}")
     jumps = (1,) * (d // 2) + ((n // 2,) if d % 2 and n % 2 == 0 else ())
     return Topology.circulant(n, jumps).links.copy(), jumps
 
@@ -143,7 +145,7 @@ def torus_shape(n: int) -> tuple[int, int]:
     for a in range(math.isqrt(n), 2, -1):
         if n % a == 0:
             return a, n // a
-    raise ValueError(f"n: a 2-D torus needs n = a*b with a, b >= 3; n = {n} has no such factors")
+    raise InputError(f"n: a 2-D torus needs n = a*b with a, b >= 3; n = {n} has no such factors")
 
 
 def torus_links(n: int) -> np.ndarray:
@@ -161,7 +163,7 @@ def torus_links(n: int) -> np.ndarray:
 def hypercube_links(n: int) -> np.ndarray:
     k = n.bit_length() - 1
     if n < 2 or n != 1 << k:
-        raise ValueError(f"n: a hypercube needs n = 2^degree, got n = {n}")
+        raise InputError(f"n: a hypercube needs n = 2^degree, got n = {n}")
     L = np.zeros((n, n), dtype=np.int64)
     idx = np.arange(n)
     for b in range(k):
@@ -173,7 +175,7 @@ def _need_degree(instance: Instance, ports: int, what: str) -> None:
     d = instance.degree
     if (instance.regular and d != ports) or d < ports:
         rel = "" if instance.regular else "at least "
-        raise ValueError(
+        raise InputError(
             f"degree: {what} uses {ports} ports per node, the instance has degree {d} "
             f"(needs {rel}{ports})"
         )
@@ -237,7 +239,7 @@ def solve_hypercube(instance: Instance, options: SolveOptions) -> SolveResult:
     n = instance.n
     k = n.bit_length() - 1
     if n != 1 << k or (instance.regular and instance.degree != k) or instance.degree < k:
-        raise ValueError(
+        raise InputError(
             f"degree: hypercube needs n = 2^degree, got n = {n}, degree = {instance.degree}"
         )
     return _finish("hypercube", instance, hypercube_links(n), options, started)
@@ -253,7 +255,7 @@ def fat_tree_time(instance: Instance, per_server_gbps: float, oversubscription: 
     """Communication time on a Fat-tree with ``per_server_gbps`` per server: the ideal switch
     at that bandwidth (full bisection), or at ``per_server_gbps / oversubscription``."""
     if per_server_gbps <= 0:
-        raise ValueError(f"per_server_gbps: must be positive, got {per_server_gbps}")
+        raise InputError(f"per_server_gbps: must be positive, got {per_server_gbps}")
     if oversubscription < 1:
-        raise ValueError(f"oversubscription: must be >= 1, got {oversubscription}")
+        raise InputError(f"oversubscription: must be >= 1, got {oversubscription}")
     return ideal_switch_time(instance, per_server_gbps / oversubscription)

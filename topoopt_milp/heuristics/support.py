@@ -29,11 +29,12 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ..evaluate import comm_time
+from ..formulations import certify
 from ..instance import Instance
-from ..result import SolveOptions, SolveResult, Status
+from ..params import SolveOptions
+from ..result import SolveResult
+from ..routing import route
 from ..topology import Ring, Routing, Topology
-from .routing import route
 
 log = logging.getLogger(__name__)
 
@@ -204,22 +205,6 @@ def _non_bridge_link(L: np.ndarray, nodes: np.ndarray) -> tuple[int, int] | None
     return None
 
 
-# -- circulants ---------------------------------------------------------------------------
-def circulant_jumps(links: np.ndarray) -> tuple[int, ...] | None:
-    """The jumps of ``links`` if it is circulant (``L[i, j]`` depends only on ``j - i mod n``),
-    as residues ``1 <= p <= n/2`` repeated by multiplicity; ``None`` otherwise."""
-    L = np.asarray(links)
-    n = L.shape[0]
-    row = L[0]
-    idx = np.arange(n)
-    if not all((L[i] == np.roll(row, i)).all() for i in idx[1:]):
-        return None
-    jumps: list[int] = []
-    for p in range(1, n // 2 + 1):
-        jumps.extend([p] * int(row[p]))
-    return tuple(jumps) if jumps else None
-
-
 # -- routing and results -------------------------------------------------------------------
 def route_with(
     instance: Instance,
@@ -227,30 +212,25 @@ def route_with(
     rings: Sequence[Ring],
     options: SolveOptions,
     default: str,
-) -> Routing:
-    """Route with ``options.routing`` if set, else the method's ``default``.
+) -> tuple[Routing, SolveResult | None]:
+    """Route with the ``routing`` parameter if set, else the method's ``default``; returns the
+    routing and, for ``"lp"``, the route LP's result (its bound and fixed-topology scope).
 
-    ``"lp"`` delegates to the ``route-milp`` method on the fixed topology, warm-started from
-    the ``default`` routing so that it keeps the heuristic's ring orders."""
-    method = options.routing or default
+    ``"lp"`` solves ``route-milp`` on this topology with the heuristic's own ring orders and
+    shares (the instance with this fixed topology and these rings), with the caller's solver
+    parameters: the optimal fractional routing for this topology and these rings."""
+    method = options.method.routing or default
     if method != "lp":
-        return route(instance, topology, rings, method, options.seed)
+        return route(instance, topology, rings, method, options.seed), None
     from .. import registry
 
-    if not registry.available("route-milp"):
-        raise ValueError("routing: 'lp' needs the route-milp method, which is not available")
-    # The heuristic's own routing is the warm start: route-milp keeps its ring orders and
-    # may reuse its paths.
-    start = route(instance, topology, rings, default, options.seed)
-    warm = SolveResult(
-        method="heuristic-start", status=Status.FEASIBLE,
-        objective=comm_time(instance, topology, start), bound=None, runtime_s=0.0,
-        topology=topology, routing=start,
-    )
-    res = registry.solve(instance, "route-milp", options.with_(topology=topology, warm_start=warm))
+    fixed = instance.with_topology(topology.links, rings)
+    res = registry.solve(fixed, "route-milp", registry.get("route-milp").options(
+        options.solver.to_dict(), seed=options.seed))
     if res.routing is None:
-        raise ValueError(f"routing: route-milp returned no routing (status {res.status.value})")
-    return res.routing
+        raise RuntimeError(f"routing: route-milp returned no routing (status {res.status.value}: "
+                           f"{res.message})")
+    return res.routing, res
 
 
 def default_routing(topology: Topology) -> str:
@@ -262,24 +242,14 @@ def heuristic_result(
     method: str,
     instance: Instance,
     topology: Topology,
-    routing: Routing,
+    routed: tuple[Routing, SolveResult | None],
     options: SolveOptions,
     started: float,
     message: str = "",
 ) -> SolveResult:
     """A FEASIBLE result whose objective is the routing's communication time; ``runtime_s``
-    runs from ``started`` (a ``time.perf_counter()`` value) to the end of routing."""
-    runtime = time.perf_counter() - started
-    return SolveResult(
-        method=method,
-        status=Status.FEASIBLE,
-        objective=comm_time(instance, topology, routing),
-        bound=None,
-        runtime_s=runtime,
-        topology=topology,
-        routing=routing,
-        seed=options.seed,
-        params=options.as_params(),
-        backend="heuristic",
-        message=message,
-    )
+    runs from ``started`` (a ``time.perf_counter()`` value) to the end of routing. ``routed``
+    is what :func:`route_with` returned."""
+    routing, route_result = routed
+    return certify.heuristic(method, instance, options, topology, routing,
+                             time.perf_counter() - started, message, route_result)

@@ -73,11 +73,13 @@ import time
 import networkx as nx
 import numpy as np
 
+from ..circulant import circulant_jumps
+from ..errors import InputError
 from ..instance import Instance
-from ..result import SolveOptions, SolveResult
+from ..params import SolveOptions
+from ..result import SolveResult
 from ..topology import Topology
 from .support import (
-    circulant_jumps,
     connect_components,
     default_routing,
     fill_free_ports,
@@ -97,7 +99,7 @@ def degree_split(instance: Instance, mode: str = "proportional") -> tuple[int, i
     if mode == "all_ar":
         return d, 0
     if mode != "proportional":
-        raise ValueError(f"split: unknown degree split {mode!r} (known: {', '.join(SPLITS)})")
+        raise InputError(f"split: unknown degree split {mode!r} (known: {', '.join(SPLITS)})")
     t_ar, t_mp = instance.allreduce_bytes(), instance.mp_bytes()
     if t_ar <= 0:
         return 0, d
@@ -167,7 +169,7 @@ def matching_top_k(mp: np.ndarray, rounds: int, option: int | str | None = "auto
     if option == "all":
         return None
     if isinstance(option, bool) or not isinstance(option, int) or option < 1:
-        raise ValueError(
+        raise InputError(
             f"matching_top_k: expected 'auto', 'all' or a positive integer, got {option!r}"
         )
     return option
@@ -201,17 +203,20 @@ def build(
 
 
 def solve(instance: Instance, options: SolveOptions) -> SolveResult:
-    """TopologyFinder with ``options.split``; routed by ``options.routing`` or the default.
+    """TopologyFinder with the ``split`` parameter; routed by ``routing`` or the default.
 
-    ``options.extra["matching_top_k"]`` (``"auto"``, ``"all"`` or an int) controls the
+    ``matching_top_k`` (``"auto"``, ``"all"`` or an int) controls the
     sparsification of the Blossom rounds (see :func:`matching_top_k`); ``faithful`` matches
     on all pairs unless the option says otherwise."""
     started = time.perf_counter()
-    option = options.extra.get("matching_top_k", "all" if options.faithful else "auto")
-    topo, rings, (d_ar, d_mp), k = build(instance, options.split, options.faithful, option)
+    option = options.method.matching_top_k
+    if option == "auto" and options.method.faithful:
+        option = "all"  # the artifact matches on every pair
+    p = options.method
+    topo, rings, (d_ar, d_mp), k = build(instance, p.split, p.faithful, option)
     routing = route_with(instance, topo, rings, options, default_routing(topo))
     return heuristic_result(
         "topologyfinder", instance, topo, routing, options, started,
-        message=f"split={options.split} d_AR={d_ar} d_MP={d_mp} "
+        message=f"split={options.method.split} d_AR={d_ar} d_MP={d_mp} "
         f"matching={'none' if d_mp == 0 else 'all pairs' if k is None else f'top-{k}'}",
     )

@@ -78,11 +78,13 @@ from math import floor, gcd
 
 import numpy as np
 
+from ..circulant import candidates, circulant_jumps
+from ..errors import InputError
 from ..instance import Instance
-from ..result import SolveOptions, SolveResult
+from ..params import SolveOptions
+from ..result import SolveResult
 from ..topology import Ring, Topology
 from .support import (
-    circulant_jumps,
     connect_components,
     default_routing,
     fill_free_ports,
@@ -96,17 +98,6 @@ _TOL = 1e-9
 
 
 # -- the pure rule ----------------------------------------------------------------------------
-def candidates(n: int, g: int) -> list[int]:
-    """Jumps ``(n/g) m``, ``1 <= m <= g``, ``gcd(m, g) = 1`` (ascending) for a group of size
-    ``g`` on a coset of ``Z_n``."""
-    if g < 2:
-        raise ValueError(f"g: a group needs at least 2 members, got {g}")
-    if n % g:
-        raise ValueError(f"g: group size {g} does not divide n = {n}")
-    step = n // g
-    return [step * m for m in range(1, g + 1) if gcd(m, g) == 1]
-
-
 def select_permutations(
     cands: list[int], m: int, faithful: bool = False, n: int | None = None
 ) -> list[int]:
@@ -116,12 +107,12 @@ def select_permutations(
     ``n`` for every list made by :func:`candidates` (``m = 1`` and ``m = g - 1`` are both
     coprime to ``g``). See the module docstring for the rule and the departures."""
     if m < 0:
-        raise ValueError(f"degree: need a non-negative number of rings, got {m}")
+        raise InputError(f"degree: need a non-negative number of rings, got {m}")
     if m == 0:
         return []
     cands = sorted(cands)
     if not cands:
-        raise ValueError("candidates: the candidate list is empty")
+        raise InputError("candidates: the candidate list is empty")
     modulus = cands[0] + cands[-1] if n is None else n
     if m == 1:
         return [cands[0]]
@@ -137,7 +128,7 @@ def select_permutations(
         if above:
             chosen.append(above[0])
         elif faithful:
-            raise ValueError(
+            raise InputError(
                 f"degree: {m} rings need more than the {len(cands)} candidates (the published "
                 "artifact reads past its list); use faithful=False"
             )
@@ -153,11 +144,11 @@ def totient_jumps(n: int, d: int, faithful: bool = False) -> tuple[int, ...]:
     """TotientPerms jumps for ``d`` ports on the whole cluster ``Z_n``: ``d/2`` selected ring
     jumps, plus ``n/2`` (a perfect matching) for odd ``d`` and even ``n``."""
     if d < 0:
-        raise ValueError(f"degree: must be non-negative, got {d}")
+        raise InputError(f"degree: must be non-negative, got {d}")
     if n == 2:
         return (1,) * d  # each "ring" of two nodes is one link
     if d % 2 and faithful:
-        raise ValueError(f"degree: the published TotientPerms supports only even d, got {d}")
+        raise InputError(f"degree: the published TotientPerms supports only even d, got {d}")
     jumps = select_permutations(candidates(n, n), d // 2, faithful, n)
     if d % 2 and n % 2 == 0:
         jumps.append(n // 2)
@@ -247,7 +238,7 @@ def allreduce_topology(
     the circulant of those jumps."""
     n = instance.n
     if faithful and ports % 2:
-        raise ValueError(f"degree: the published TotientPerms supports only even d, got {ports}")
+        raise InputError(f"degree: the published TotientPerms supports only even d, got {ports}")
     L = np.zeros((n, n), dtype=np.int64)
     merged: dict[tuple[int, ...], list[int]] = defaultdict(list)
     weight: dict[tuple[int, ...], float] = defaultdict(float)
@@ -303,9 +294,9 @@ def build(instance: Instance, faithful: bool = False) -> tuple[Topology, list[Ri
 
 
 def solve(instance: Instance, options: SolveOptions) -> SolveResult:
-    """TotientPerms topology, routed by ``options.routing`` or coin-change (shortest path when
+    """TotientPerms topology, routed by the ``routing`` parameter or coin-change (shortest path when
     the topology is not circulant)."""
     started = time.perf_counter()
-    topo, rings = build(instance, options.faithful)
+    topo, rings = build(instance, options.method.faithful)
     routing = route_with(instance, topo, rings, options, default_routing(topo))
     return heuristic_result("totientperms", instance, topo, routing, options, started)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..errors import InputError
 from .zoo import Model
 
 
@@ -50,9 +51,9 @@ class GPU:
 
     def __post_init__(self) -> None:
         if self.peak_tflops <= 0 or self.nvlink_gbytes <= 0:
-            raise ValueError("gpu: peak_tflops and nvlink_gbytes must be positive")
+            raise InputError("gpu: peak_tflops and nvlink_gbytes must be positive")
         if not 0 < self.efficiency <= 1:
-            raise ValueError(f"efficiency: must be in (0, 1], got {self.efficiency}")
+            raise InputError(f"efficiency: must be in (0, 1], got {self.efficiency}")
 
     @property
     def flops_per_s(self) -> float:
@@ -73,7 +74,7 @@ def get_gpu(name: str, efficiency: float | None = None) -> GPU:
     try:
         gpu = GPUS[name.lower()]
     except KeyError:
-        raise ValueError(f"gpu: unknown preset {name!r} (known: {', '.join(GPUS)})") from None
+        raise InputError(f"gpu: unknown preset {name!r} (known: {', '.join(GPUS)})") from None
     return gpu if efficiency is None else gpu.with_(efficiency=efficiency)
 
 
@@ -99,7 +100,7 @@ class ComputeModel:
         gpu = gpu or GPUS["a100"]
         g, t = gpus_per_server, tensor
         if t < 1 or g % t:
-            raise ValueError(f"tensor: width {t} must divide the {g} GPUs per server")
+            raise InputError(f"tensor: width {t} must divide the {g} GPUs per server")
         global_batch = n * g * model.batch_per_gpu
         nvlink = gpu.nvlink_gbytes * 1e9
         r = g // t  # data-parallel replicas of each weight shard inside a server

@@ -38,7 +38,6 @@ from .. import registry
 from ..evaluate import comm_time, ideal_switch_time
 from ..heuristics.baselines import fat_tree_time
 from ..instance import Instance
-from ..result import SolveOptions
 from ..topology import Ring, Topology
 
 log = logging.getLogger(__name__)
@@ -70,11 +69,11 @@ def expander_comm_time(instance: Instance, seed: int = 0) -> float:
     """``T_comm`` on a random ``d``-regular expander (the registry's ``expander`` links when
     available, else a seeded :func:`networkx.random_regular_graph`), every AllReduce group on
     a nearest-neighbour ring (:func:`greedy_rings`) and shortest-path routing."""
-    from ..heuristics.routing import route
+    from ..routing import route
 
     topo = None
     if registry.available("expander"):
-        res = registry.solve(instance, "expander", SolveOptions(seed=seed))
+        res = registry.solve(instance, "expander", seed=seed)
         if res.status.has_solution:
             topo = res.topology
     if topo is None:

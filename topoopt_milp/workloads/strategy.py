@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import InputError
 from .zoo import Model
 
 STRATEGY_FORMAT = "topoopt-strategy/1"
@@ -50,14 +51,14 @@ class Strategy:
 
     def __post_init__(self) -> None:
         if len(self.degrees) != len(self.offsets):
-            raise ValueError("strategy: degrees and offsets differ in length")
+            raise InputError("strategy: degrees and offsets differ in length")
         for i, (p, o) in enumerate(zip(self.degrees, self.offsets)):
             if p < 1 or self.n % p:
-                raise ValueError(f"strategy: layer {i} degree {p} does not divide n = {self.n}")
+                raise InputError(f"strategy: layer {i} degree {p} does not divide n = {self.n}")
             if not 0 <= o < self.n // p:
-                raise ValueError(f"strategy: layer {i} offset {o} not in 0..{self.n // p - 1}")
+                raise InputError(f"strategy: layer {i} offset {o} not in 0..{self.n // p - 1}")
         if self.tensor < 1:
-            raise ValueError(f"strategy: tensor width must be >= 1, got {self.tensor}")
+            raise InputError(f"strategy: tensor width must be >= 1, got {self.tensor}")
 
     def members(self, i: int) -> np.ndarray:
         """Servers of layer ``i``: its coset ``offset + k n/p``."""
@@ -90,10 +91,10 @@ class Strategy:
     def from_dict(cls, data: dict, model: Model | None = None) -> Strategy:
         if not isinstance(data, dict) or data.get("format") != STRATEGY_FORMAT:
             got = data.get("format") if isinstance(data, dict) else None
-            raise ValueError(f"format: expected {STRATEGY_FORMAT!r}, got {got!r}")
+            raise InputError(f"format: expected {STRATEGY_FORMAT!r}, got {got!r}")
         layers = data.get("layers", [])
         if model is not None and len(layers) != len(model.layers):
-            raise ValueError(f"strategy: {len(layers)} layers, model {model.name} has "
+            raise InputError(f"strategy: {len(layers)} layers, model {model.name} has "
                              f"{len(model.layers)}")
         return cls(int(data["n"]), tuple(int(x["degree"]) for x in layers),
                    tuple(int(x["offset"]) for x in layers), int(data.get("tensor", 1)))
@@ -128,7 +129,7 @@ def pipeline(model: Model, n: int, stages: int, tensor: int = 1) -> Strategy:
     equal FLOPs; stage ``k`` runs on the coset ``{k, k + stages, ...}`` (``n / stages``
     data-parallel replicas). Embedding tables stay round-robin."""
     if stages < 1 or n % stages:
-        raise ValueError(f"strategy: pipeline stages {stages} must divide n = {n}")
+        raise InputError(f"strategy: pipeline stages {stages} must divide n = {n}")
     base = data_parallel(model, n, tensor)
     dense = [i for i, L in enumerate(model.layers) if L.kind != "embedding"]
     flops = np.array([model.layers[i].flops for i in dense], dtype=float)
@@ -152,12 +153,12 @@ def parse_strategy(spec: str, model: Model, n: int, gpus_per_server: int = 4) ->
         try:
             data = json.loads(path.read_text())
         except OSError as exc:
-            raise ValueError(f"strategy: cannot read {spec} ({exc.strerror})") from None
+            raise InputError(f"strategy: cannot read {spec} ({exc.strerror})") from None
         except json.JSONDecodeError as exc:
-            raise ValueError(f"strategy: {spec} is not valid JSON ({exc.msg})") from None
+            raise InputError(f"strategy: {spec} is not valid JSON ({exc.msg})") from None
         s = Strategy.from_dict(data, model)
         if s.n != n:
-            raise ValueError(f"strategy: file is for n = {s.n}, not {n}")
+            raise InputError(f"strategy: file is for n = {s.n}, not {n}")
         return s
     pp, tp = 1, 1
     for part in filter(None, (x.strip() for x in spec.lower().split(","))):
@@ -165,11 +166,11 @@ def parse_strategy(spec: str, model: Model, n: int, gpus_per_server: int = 4) ->
             continue
         key, _, val = part.partition("=")
         if key not in ("pp", "tp") or not val.isdigit():
-            raise ValueError(f"strategy: cannot parse {part!r} (use dp, pp=P, tp=T or a .json file)")
+            raise InputError(f"strategy: cannot parse {part!r} (use dp, pp=P, tp=T or a .json file)")
         if key == "pp":
             pp = int(val)
         else:
             tp = int(val)
     if tp < 1 or gpus_per_server % tp:
-        raise ValueError(f"strategy: tp={tp} must divide the {gpus_per_server} GPUs per server")
+        raise InputError(f"strategy: tp={tp} must divide the {gpus_per_server} GPUs per server")
     return pipeline(model, n, pp, tp) if pp > 1 else data_parallel(model, n, tp)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import InputError
 from ..instance import AllReduceGroup, Instance
 from .compute import GPU, GPUS, ComputeModel
 from .strategy import Strategy
@@ -76,9 +77,9 @@ class Workload:
 
     def __post_init__(self) -> None:
         if self.n < 2:
-            raise ValueError(f"n: need at least 2 servers, got {self.n}")
+            raise InputError(f"n: need at least 2 servers, got {self.n}")
         if self.dtype_bytes < 1:
-            raise ValueError(f"dtype_bytes: must be >= 1, got {self.dtype_bytes}")
+            raise InputError(f"dtype_bytes: must be >= 1, got {self.dtype_bytes}")
         L = self.model.layers
         self._edges = np.array(self.model.edges(), dtype=np.int64).reshape(-1, 2)
         per_shard = self.gpus_per_server * self.model.batch_per_gpu
@@ -97,7 +98,7 @@ class Workload:
         """The strategy's AllReduce groups, MP matrix and compute time (module docstring)."""
         n = self.n
         if s.n != n or len(s.degrees) != len(self.model.layers):
-            raise ValueError(f"strategy: made for n = {s.n} and {len(s.degrees)} layers, workload "
+            raise InputError(f"strategy: made for n = {s.n} and {len(s.degrees)} layers, workload "
                              f"has n = {n} and {len(self.model.layers)} layers")
         degrees = np.asarray(s.degrees)
         offsets = np.asarray(s.offsets)

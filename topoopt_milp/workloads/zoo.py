@@ -33,6 +33,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..errors import InputError
+
 
 @dataclass(frozen=True)
 class Layer:
@@ -183,7 +185,7 @@ def bert(blocks: int = 12, hidden: int = 1024, heads: int = 16, seq: int = 64,
     16 heads, sequence 64, batch 16); :func:`bert_large` is the published 24-block model.
     ``heads`` does not change parameter or FLOP counts (it only splits h)."""
     if hidden % heads:
-        raise ValueError(f"hidden {hidden} is not divisible by heads {heads}")
+        raise InputError(f"hidden {hidden} is not divisible by heads {heads}")
     b = _Builder()
     emb = (vocab + max_pos + 2) * hidden + 2 * hidden
     b.add("embeddings", emb, seq * hidden, 0.0)  # lookups: no matmul FLOPs
@@ -221,7 +223,7 @@ def gpt3(size: str = "175b", seq: int = 2048, batch_per_gpu: int = 1) -> Model:
     token embedding (no extra parameters, but its 2 V h FLOPs per token are counted)."""
     key = size.lower()
     if key not in GPT3_SIZES:
-        raise ValueError(f"model: unknown GPT-3 size {size!r} (known: {', '.join(GPT3_SIZES)})")
+        raise InputError(f"model: unknown GPT-3 size {size!r} (known: {', '.join(GPT3_SIZES)})")
     blocks, h, heads = GPT3_SIZES[key]
     vocab = 50257
     b = _Builder()
@@ -323,5 +325,5 @@ def get_model(name: str, batch_per_gpu: int | None = None) -> Model:
     if m:
         return gpt3(m.group(1), **kwargs)
     if key not in MODELS:
-        raise ValueError(f"model: unknown model {name!r} (known: {', '.join(model_names())})")
+        raise InputError(f"model: unknown model {name!r} (known: {', '.join(model_names())})")
     return MODELS[key](**kwargs)

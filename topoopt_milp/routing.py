@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..instance import Instance
-from ..topology import Commodity, Path, Ring, Routing, Topology, commodities_for
+from .instance import Instance
+from .topology import Commodity, Path, Ring, Routing, Topology, commodities_for
 
 ROUTINGS = ("shortest", "ecmp", "coin-change")
 MAX_ECMP_PATHS = 10_000  # per commodity; hypercube antipodes at n = 128 have 5040

@@ -1,0 +1,86 @@
+"""Command-line options generated from the parameter classes of :mod:`topoopt_milp.params`.
+
+Every knob is declared once, as a field of a parameter class; this module turns fields into
+click options (``time_limit`` -> ``--time-limit``), with the field's help text, its allowed
+values as a ``click.Choice`` and its default shown in the help. A knob shared by several
+classes (``rings``, ``k_paths``) is one option whose choices are the union; the method's own
+class validates the value it receives (an error names the key and the method). Options that
+were not given stay ``None`` and are left out, so each method uses its own default.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable, Iterable
+from types import UnionType
+
+import click
+
+from ..params import Params
+
+
+def _option_type(hint, choices):
+    kinds = typing.get_args(hint) if isinstance(hint, UnionType) else (hint,)
+    if choices and int in kinds:
+        return None  # "auto" | "all" | an integer: parsed by parse_knob
+    if choices:
+        return click.Choice(list(choices))
+    if bool in kinds:
+        return bool
+    if int in kinds:
+        return click.INT
+    if float in kinds:
+        return click.FLOAT
+    return click.STRING
+
+
+def parse_knob(value):
+    """A string given for a knob that takes a word or an integer (``matching_top_k``)."""
+    if isinstance(value, str) and value.lstrip("-").isdigit():
+        return int(value)
+    return value
+
+
+def knob_options(classes: Iterable[type[Params]], skip: Iterable[str] = (),
+                 owners: dict[type[Params], str] | None = None) -> Callable:
+    """A decorator adding one click option per knob of ``classes`` (union by name, in
+    declaration order), except the names in ``skip``. ``owners`` names, per class, who uses
+    it (for the help text of knobs whose default differs between classes)."""
+    fields: dict[str, list] = {}
+    for cls in classes:
+        hints = typing.get_type_hints(cls)
+        for f in cls.knobs():
+            if f.name in skip or f.metadata.get("cli") is False:
+                continue
+            fields.setdefault(f.name, []).append((cls, f, hints[f.name]))
+
+    def decorate(func):
+        for name, entries in reversed(list(fields.items())):
+            _, f, hint = entries[0]
+            meta = f.metadata
+            choices = []
+            for _, g, _ in entries:
+                choices += [c for c in (g.metadata.get("choices") or ()) if c not in choices]
+            defaults = {repr(g.default): cls for cls, g, _ in entries}
+            if len(defaults) == 1:
+                default_text = f"default: {next(iter(defaults))}"
+            else:
+                default_text = "default: " + "; ".join(
+                    f"{d} ({(owners or {}).get(cls, cls.__name__)})" for d, cls in defaults.items())
+            flag = meta.get("flag") or "--" + name.replace("_", "-")
+            kind = _option_type(hint, choices)
+            help_text = f"{meta.get('help', '')} [{default_text}]"
+            if kind is bool:
+                func = click.option(f"{flag}/--no-{flag[2:]}", name, default=None,
+                                    help=help_text)(func)
+            else:
+                func = click.option(flag, name, type=kind, default=None, help=help_text,
+                                    metavar=None if kind is not None else "WORD|INT")(func)
+        return func
+
+    return decorate
+
+
+def given(knobs: dict) -> dict:
+    """The knobs the user gave (click passes ``None`` for the others)."""
+    return {k: parse_knob(v) for k, v in knobs.items() if v is not None}

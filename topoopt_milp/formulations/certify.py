@@ -1,0 +1,183 @@
+"""The one step that turns a backend outcome into an honest :class:`SolveResult`.
+
+Every formulation (and every heuristic, through :func:`heuristic`) ends in :func:`certify`:
+
+* **objective recomputed** -- the reported objective is never the solver's number: it is
+  :func:`~topoopt_milp.evaluate.objective_value` of the returned topology and routing, so the
+  independent checker agrees with it by construction;
+* **bound clipped and scoped** -- a bound above the recomputed objective by less than
+  ``OBJ_TOL`` (solver tolerance) is clipped to it; a larger excess is kept, so that the checker
+  flags it. A bound whose scope does not contain the returned solution (a warm-start incumbent
+  outside the model's ring space, say) is dropped from the result, with a note;
+* **optimal -> feasible downgrades**, each with a note: the recomputed objective drifts from
+  the model's by more than ``OBJ_TOL`` (routing extraction lost quality), integer-scaled
+  volumes (CP-SAT) leave a gap above the tolerance, a latency term the models do not optimise,
+  a bound missing or farther than the requested MIP gap;
+* **restricted models** -- a model whose scope is restricted (candidate paths, unsplittable
+  flows, integer flows, equal ring shares) never says ``optimal``: the proof holds for its own
+  model only, so ``status = feasible`` and ``scope_status = optimal``. Its infeasibility proves
+  nothing about the problem either: ``no_solution``;
+* **incumbent, never nothing** -- a solver stopped without a solution returns the ``fallback``
+  incumbent (the warm start) when one is given, with status ``feasible`` and the solver's
+  bound when the bound's scope covers it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..evaluate import arc_loads, congestion, objective_value
+from ..instance import Instance
+from ..params import SolveOptions
+from ..result import SolveResult, Status
+from ..routing import RoutingError, route
+from ..scope import Features, Scope
+from ..topology import Ring, Routing, Topology
+
+log = logging.getLogger(__name__)
+
+OBJ_TOL = 1e-5  # relative: LP tolerances are ~1e-7; routing extraction must not lose more
+
+
+def certify(
+    method: str,
+    instance: Instance,
+    options: SolveOptions,
+    outcome,
+    topology: Topology | None,
+    routing: Routing | None,
+    *,
+    scope: Scope | None,
+    runtime: float,
+    bound: float | None = None,
+    model_objective: float | None = None,
+    objective_kind: str = "comm_time",
+    exact_model: bool = True,
+    scale: float | None = None,
+    notes: Sequence[str] = (),
+    info: dict | None = None,
+    fallback: tuple[Topology, Routing] | None = None,
+) -> SolveResult:
+    """The :class:`SolveResult` of a method run (module docstring).
+
+    ``outcome`` is the backend's :class:`~topoopt_milp.backends.pulp_backend.BackendOutcome`
+    (``None`` for a heuristic: status ``feasible``); ``bound`` and ``model_objective`` are the
+    solver's bound and objective converted to the objective's unit (seconds for
+    ``comm_time``); ``fallback`` is the incumbent to return when the solver found none."""
+    notes = [x for x in ([outcome.message] if outcome is not None else []) + list(notes) if x]
+    status = Status.FEASIBLE if outcome is None else outcome.status
+    restricted = scope is not None and scope.restricted
+    if routing is None or topology is None or not status.has_solution:
+        if restricted and status is Status.INFEASIBLE:
+            status = Status.NO_SOLUTION
+            notes.append("the restricted model is infeasible (this proves nothing about the problem)")
+        if fallback is None or status not in (Status.NO_SOLUTION, Status.INFEASIBLE) or (
+                status is Status.INFEASIBLE and not restricted):
+            return _result(method, options, outcome, status, None, bound, runtime, objective_kind,
+                           scale, notes, scope, None, info)
+        topology, routing = fallback
+        notes.append("solver found no solution" + (" in time" if status is Status.NO_SOLUTION
+                                                    else " in its restricted model")
+                     + ": warm-start incumbent returned")
+        status, model_objective = Status.FEASIBLE, None
+        if restricted:
+            bound = None  # a restricted model's bound need not hold outside its model
+    obj = objective_value(instance, topology, routing, objective_kind)
+    if bound is not None and obj < bound <= obj * (1 + OBJ_TOL) + 1e-15:
+        bound = obj
+    if scope is not None and bound is not None and not restricted \
+            and not scope.covers(Features.of(instance, topology, routing)):
+        notes.append(f"bound {bound:.9g} dropped: its scope ({scope.describe()}) does not "
+                     "contain the returned solution")
+        bound = None
+    scope_status = None
+    if status is Status.OPTIMAL:
+        status = _downgrade(instance, options, topology, routing, obj, bound, model_objective,
+                            objective_kind, exact_model, notes)
+    if restricted:
+        scope_status, status = status.value, Status.FEASIBLE
+    return _result(method, options, outcome, status, obj, bound, runtime, objective_kind, scale,
+                   notes, scope, scope_status, info, topology, routing)
+
+
+def _downgrade(instance, options, topology, routing, obj, bound, model_objective, kind,
+               exact_model, notes) -> Status:
+    """OPTIMAL, or FEASIBLE with the reason appended to ``notes``."""
+    if model_objective is not None:
+        # the models optimise the bandwidth term; a latency term (max hops x latency) is added
+        # on top by the cost model, so the drift check compares bandwidth terms only
+        value = obj
+        if kind == "comm_time":
+            value = congestion(topology, arc_loads(instance.n, routing), instance.link_bytes_per_s)
+        if value > model_objective * (1 + OBJ_TOL) + 1e-15:
+            notes.append(f"routing extraction gives {obj:.9g}, model said {model_objective:.9g}")
+            return Status.FEASIBLE
+    if kind == "comm_time" and instance.latency_us > 0:
+        notes.append("latency term not modelled (bandwidth term optimised, latency added)")
+        return Status.FEASIBLE
+    tol = max(options.solver.mip_gap, OBJ_TOL)
+    gap = None if bound is None else ((obj - bound) / obj if obj > 0 else 0.0)
+    if not exact_model and (gap is None or gap > tol):
+        notes.append("optimal for the integer-scaled model only (volumes rounded)")
+        return Status.FEASIBLE
+    if gap is None or gap > tol + 1e-12:
+        notes.append("solver said optimal, but its bound does not meet the objective")
+        return Status.FEASIBLE
+    return Status.OPTIMAL
+
+
+def _result(method, options, outcome, status, obj, bound, runtime, kind, scale, notes, scope,
+            scope_status, info, topology=None, routing=None) -> SolveResult:
+    return SolveResult(
+        method=method, status=status, objective=obj, bound=bound, runtime_s=runtime,
+        topology=topology, routing=routing, seed=options.seed, params=options.as_params(),
+        backend="heuristic" if outcome is None else outcome.backend,
+        backend_version=None if outcome is None else outcome.version, objective_kind=kind,
+        scale=scale, message="; ".join(dict.fromkeys(notes)), scope=scope,
+        scope_status=scope_status, info=dict(info or {}),
+    )
+
+
+def heuristic(method: str, instance: Instance, options: SolveOptions, topology: Topology,
+              routing: Routing, runtime: float, message: str = "",
+              route_result: SolveResult | None = None, info: dict | None = None) -> SolveResult:
+    """A heuristic's result: status ``feasible``, objective recomputed; with LP routing
+    (``route_result``) the route LP's bound and its fixed-topology scope come along: the
+    optimum routing for this topology and these rings, which bounds the heuristic's own
+    routing on the same topology."""
+    bound = scope = None
+    if route_result is not None and route_result.scope is not None:
+        bound, scope = route_result.bound, route_result.scope
+    return certify(method, instance, options, None, topology, routing, scope=scope,
+                   runtime=runtime, bound=bound, notes=[message] if message else [], info=info)
+
+
+def warm_incumbent(instance: Instance, options: SolveOptions, rings: Sequence[Ring],
+                   cap: int | None = None) -> tuple[Topology, Routing] | None:
+    """The warm start's topology, if it fits the instance's port budget (and the multiplicity
+    cap ``cap``), routed by shortest paths with ``rings``: the incumbent a solver that finds
+    nothing returns."""
+    topo = warm_topology(instance, options, cap)
+    if topo is None:
+        return None
+    try:
+        return topo, route(instance, topo, rings, "shortest", options.seed)
+    except RoutingError:
+        return None
+
+
+def warm_topology(instance: Instance, options: SolveOptions, cap: int | None = None):
+    """``options.warm_start``'s topology when it fits the port budget (and ``cap``), else
+    ``None``."""
+    ws = options.warm_start
+    topo = None if ws is None else ws.topology
+    if topo is None or topo.n != instance.n:
+        return None
+    deg = topo.degrees()
+    fits = (deg == instance.degree).all() if instance.regular else (deg <= instance.degree).all()
+    if not fits or (cap is not None and int(np.max(topo.links)) > cap):
+        return None
+    return topo

@@ -1,0 +1,309 @@
+"""Typed, validated parameters: solver limits and tolerances, and each method family's knobs.
+
+Every knob a method reads is a field of a frozen dataclass declared with :func:`knob` (default,
+help text, allowed values, bounds). The classes are the single definition of each knob:
+
+* a value is validated when the object is built, so an unknown key or a bad value (a negative
+  or NaN time limit, ``threads < 1``, ``mip_gap < 0``, an unknown ring mode) raises
+  :class:`ParamError` naming the key;
+* the run key of a benchmark run is derived from :meth:`Params.to_dict` (no hand-kept list);
+* the command line builds its options, choices, defaults and help from the same fields
+  (:func:`topoopt_milp.cli.options.knob_options`), so ``solve`` reaches every knob that
+  ``bench --set`` reaches.
+
+What a method receives is a :class:`SolveOptions`: the seed, the :class:`SolverParams`, the
+method's own parameter object (its class is named in the method's registry row), and the
+inputs that are not parameters (a warm start, an export path). Adding a knob to a family means
+adding one field to its class here; nothing else lists knobs.
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from dataclasses import MISSING, dataclass, field, fields, replace
+from types import NoneType, UnionType
+from typing import TYPE_CHECKING, Any
+
+from .errors import InputError
+
+if TYPE_CHECKING:  # a warm start is a result; results do not depend on parameters' internals
+    from .result import SolveResult
+
+
+class ParamError(InputError):
+    """A parameter is unknown or has an invalid value; the message names the key."""
+
+
+def knob(default: Any, help: str, *, choices: tuple | None = None,
+         minimum: float | None = None, maximum: float | None = None,
+         positive: bool = False, flag: str | None = None) -> Any:
+    """A parameter field: ``default``, one-line ``help``, allowed string ``choices`` and
+    numeric bounds (``minimum <= value <= maximum``; ``positive``: ``value > 0``); ``flag``
+    overrides the command-line spelling (default ``--name-with-dashes``)."""
+    meta = {"help": help, "choices": choices, "minimum": minimum, "maximum": maximum,
+            "positive": positive, "flag": flag}
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class Params:
+    """Base class of the parameter classes: validation on construction, dict round trip."""
+
+    def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for f in fields(self):
+            value = _validated(f.name, getattr(self, f.name), hints[f.name], f.metadata)
+            object.__setattr__(self, f.name, value)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def knobs(cls) -> tuple:
+        """The dataclass fields (with their :func:`knob` metadata)."""
+        return fields(cls)
+
+    @classmethod
+    def from_mapping(cls, values: typing.Mapping[str, Any], what: str = "") -> Params:
+        """Build from a mapping, refusing unknown keys by name."""
+        unknown = sorted(set(values) - set(cls.names()))
+        if unknown:
+            owner = f" of {what}" if what else ""
+            known = ", ".join(cls.names()) or "none"
+            raise ParamError(f"{unknown[0]}: not a parameter{owner} (known: {known})")
+        return cls(**dict(values))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def with_(self, **changes: Any) -> Params:
+        return replace(self, **changes)
+
+
+def _validated(name: str, value: Any, hint: Any, meta: typing.Mapping[str, Any]) -> Any:
+    if hint is dict or typing.get_origin(hint) is dict:  # knobs passed on to another method
+        if not isinstance(value, typing.Mapping):
+            raise ParamError(f"{name}: expected an object of knobs, got {value!r}")
+        return dict(value)
+    kinds = typing.get_args(hint) if isinstance(hint, UnionType) else (hint,)
+    if value is None:
+        if NoneType in kinds:
+            return None
+        raise ParamError(f"{name}: a value is required")
+    choices = meta.get("choices")
+    if isinstance(value, str) and str in kinds:
+        if choices and value not in choices:
+            raise ParamError(f"{name}: {value!r} is not one of {', '.join(map(str, choices))}")
+        return value
+    if isinstance(value, bool):
+        if bool in kinds:
+            return value
+        raise ParamError(f"{name}: expected {_kind_names(kinds)}, got {value!r}")
+    number = None
+    if int in kinds and isinstance(value, int | float) and float(value).is_integer() \
+            and math.isfinite(float(value)):
+        number = int(value)
+    elif float in kinds and isinstance(value, int | float):
+        number = float(value)
+    if number is None:
+        raise ParamError(f"{name}: expected {_kind_names(kinds)}, got {value!r}")
+    if isinstance(number, float) and not math.isfinite(number):
+        raise ParamError(f"{name}: must be finite, got {value!r}")
+    lo, hi = meta.get("minimum"), meta.get("maximum")
+    if lo is not None and number < lo:
+        raise ParamError(f"{name}: must be >= {lo:g}, got {value!r}")
+    if hi is not None and number > hi:
+        raise ParamError(f"{name}: must be <= {hi:g}, got {value!r}")
+    if meta.get("positive") and number <= 0:
+        raise ParamError(f"{name}: must be > 0, got {value!r}")
+    return number
+
+
+def _kind_names(kinds) -> str:
+    names = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+    return " or ".join(names[k] for k in kinds if k in names)
+
+
+# -- solver limits and tolerances (every exact method) -------------------------------------------
+@dataclass(frozen=True)
+class SolverParams(Params):
+    """Limits and tolerances of the exact backends (HiGHS, CBC, CP-SAT)."""
+
+    time_limit: float | None = knob(
+        None, "Time limit of the whole solve [s] (exact methods); none by default.", minimum=0)
+    threads: int = knob(1, "Solver threads.", minimum=1)
+    mip_gap: float = knob(1e-6, "Relative MIP gap at which exact solvers stop and claim optimality.",
+                          minimum=0, maximum=1)
+    solver: str = knob("highs", "MILP/LP solver behind PuLP models.", choices=("highs", "cbc"))
+    lp_algorithm: str = knob(
+        "ipm", "HiGHS LP algorithm for route LPs: ipm (interior point; the fast one from "
+        "n = 32 on), simplex (small LPs), pdlp (first order; slow at these tolerances).",
+        choices=("ipm", "simplex", "pdlp"))
+    crossover: str = knob(
+        "auto", "Interior-point crossover: auto (off for route LPs, whose flows are decomposed "
+        "into paths anyway), on, off.", choices=("auto", "on", "off"))
+    auto_warm_start: bool = knob(
+        True, "Start exact methods from their default heuristic when no warm start is given.")
+    solver_log: bool = knob(False, "Show the solver's own log on stderr.")
+
+
+# -- heuristics ----------------------------------------------------------------------------------
+ROUTINGS = ("shortest", "ecmp", "coin-change", "lp")
+
+
+@dataclass(frozen=True)
+class RoutingParams(Params):
+    """Heuristics: how the built topology is routed."""
+
+    routing: str | None = knob(
+        None, "Routing on the chosen topology: shortest (random ties, seeded), ecmp, coin-change "
+        "(circulants), lp (optimal fractional routing, route-milp, with the method's own rings); "
+        "default: the method's own.", choices=ROUTINGS)
+
+
+@dataclass(frozen=True)
+class TotientParams(RoutingParams):
+    faithful: bool = knob(False, "Keep the published TopoOpt artifact's quirks (TotientPerms, "
+                                 "TopologyFinder).")
+
+
+@dataclass(frozen=True)
+class TopologyFinderParams(TotientParams):
+    split: str = knob("proportional", "TopologyFinder degree split between AllReduce and MP: "
+                                      "proportional (the paper) or all_ar (the released code).",
+                      choices=("proportional", "all_ar"))
+    matching_top_k: int | str = knob(
+        "auto", "TopologyFinder Blossom rounds on each node's K heaviest pairs: auto, all, or K.",
+        choices=("auto", "all"), minimum=1)
+
+
+# -- exact families ------------------------------------------------------------------------------
+RINGS_HELP = ("AllReduce ring space: choose (free split over the TotientPerms orders), given (the "
+              "default bidirectional rings), warm (the warm start's rings); route: fixed (the "
+              "topology's own rings, else the default ones laid along its jumps).")
+
+
+def k_paths_knob() -> Any:
+    """The one definition of ``k_paths`` (shared by every path-restricted model)."""
+    return knob(4, "Candidate paths per commodity (ksp / unsplittable / CP-SAT models).", minimum=1)
+
+
+@dataclass(frozen=True)
+class SelectParams(Params):
+    """select: ring jumps of a circulant."""
+
+    objective: str = knob("comm_time", "select objective: comm_time (with fractional routing), "
+                                       "diameter or total_hops.",
+                          choices=("comm_time", "diameter", "total_hops"))
+    candidates: str = knob("coprime", "select candidate jumps: coprime (TotientPerms) or all 1..n/2.",
+                           choices=("coprime", "all"))
+    rings: str = knob("choose", RINGS_HELP, choices=("choose", "given"))
+    symmetry: bool = knob(True, "Add valid symmetry-breaking constraints.")
+    routing: str | None = knob(None, "Routing returned with a hop objective (default shortest).",
+                               choices=("shortest", "ecmp", "coin-change"))
+
+
+@dataclass(frozen=True)
+class SelectCpsatParams(SelectParams):
+    rings: str = knob("given", RINGS_HELP,
+                      choices=("given",))
+    flow_resolution: int = knob(12, "CP-SAT select: integer flow units per smallest demand unit.",
+                                minimum=1)
+
+
+@dataclass(frozen=True)
+class LinkParams(Params):
+    """Integer link matrices (alloc, joint)."""
+
+    max_multiplicity: int | None = knob(None, "Most parallel links per node pair (default: the "
+                                              "degree, i.e. no restriction).", minimum=1)
+    symmetry: bool = knob(True, "Add valid symmetry-breaking constraints.")
+
+
+@dataclass(frozen=True)
+class AllocMilpParams(LinkParams):
+    rings: str = knob("choose", RINGS_HELP,
+                      choices=("choose", "given", "warm"))
+
+
+@dataclass(frozen=True)
+class PathModelParams(Params):
+    """CP-SAT link + path-choice models (alloc-cpsat, joint-cpsat)."""
+
+    k_paths: int = k_paths_knob()
+    cpsat_units: int = knob(10**6, "CP-SAT: integer volume units per largest commodity.", minimum=1)
+    cpsat_splits: int = knob(1, "CP-SAT: equal pieces per commodity, each on one path.", minimum=1)
+    cpsat_paths: str = knob("ksp", "CP-SAT candidate paths: ksp (k shortest of K_n) or two_hop.",
+                            choices=("ksp", "two_hop"))
+
+
+@dataclass(frozen=True)
+class AllocCpsatParams(LinkParams, PathModelParams):
+    rings: str = knob("given", RINGS_HELP,
+                      choices=("given", "warm"))
+
+
+@dataclass(frozen=True)
+class JointMilpParams(LinkParams):
+    rings_per_group: int = knob(2, "joint: ring orders per AllReduce group (free split).", minimum=1)
+
+
+@dataclass(frozen=True)
+class JointCpsatParams(JointMilpParams, PathModelParams):
+    pass
+
+
+@dataclass(frozen=True)
+class RouteMilpParams(Params):
+    """route: routing on the instance's fixed topology."""
+
+    variant: str = knob("fractional", "route variant: fractional (LP), ksp (LP over k shortest "
+                                      "paths), unsplittable (one path each, MILP).",
+                        choices=("fractional", "ksp", "unsplittable"))
+    k_paths: int = k_paths_knob()
+    formulation: str = knob("auto", "route LP formulation: auto (circulant symmetric reduction "
+                                    "when it applies), source, per-pair, symmetric.",
+                            choices=("auto", "source", "per-pair", "symmetric"))
+    rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
+
+
+@dataclass(frozen=True)
+class RouteCpsatParams(Params):
+    rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
+    k_paths: int = k_paths_knob()
+    cpsat_units: int = knob(10**5, "CP-SAT: integer volume units per largest commodity.", minimum=1)
+
+
+
+# -- what a method receives ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class SolveOptions:
+    """Everything a method reads: ``seed``, ``solver`` limits, the method's own ``method``
+    parameters (an instance of the class its registry row names), and the inputs that are not
+    parameters: ``warm_start`` (a :class:`~topoopt_milp.result.SolveResult` to start from) and
+    ``export`` (write the model to this ``.mps`` / ``.lp`` path)."""
+
+    seed: int = 0
+    solver: SolverParams = field(default_factory=SolverParams)
+    method: Params = field(default_factory=Params)
+    warm_start: SolveResult | None = None
+    export: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ParamError(f"seed: expected an integer, got {self.seed!r}")
+
+    def with_(self, **changes: Any) -> SolveOptions:
+        return replace(self, **changes)
+
+    def as_params(self) -> dict[str, Any]:
+        """The flat parameter dictionary recorded in solution files and run keys."""
+        return {**self.solver.to_dict(), **self.method.to_dict()}
+
+
+def default_of(cls: type[Params], name: str) -> Any:
+    """The default value of knob ``name`` of ``cls``."""
+    f = cls.__dataclass_fields__[name]
+    return None if f.default is MISSING else f.default

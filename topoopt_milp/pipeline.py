@@ -1,0 +1,53 @@
+"""The one solve-and-certify path: solve, evaluate, check independently, downgrade on violations.
+
+:func:`solve_checked` is what the command line (``solve``), sweeps (``bench`` and
+``reproduce``), ``compare``, the co-optimization outer loop and its table call, and nothing
+else. It
+
+1. solves through :func:`topoopt_milp.registry.solve` (warm starts, typed parameters);
+2. evaluates the solution (:func:`topoopt_milp.evaluate.evaluate`, the metrics of the solution
+   file) and summarises it for bound scopes (:class:`~topoopt_milp.scope.Features`);
+3. re-checks the solution file exactly as it would be written
+   (:func:`topoopt_milp.check.check_solution`, which shares no code with the solvers);
+4. turns any violation into status ``error`` (the violations in ``violations`` and in the
+   message): a solver's status is never trusted over the checker.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from . import registry
+from .check import check_solution
+from .evaluate import evaluate
+from .instance import Instance
+from .params import SolveOptions
+from .result import SolveResult, Status, finite_json, solution_dict
+from .scope import Features
+
+log = logging.getLogger(__name__)
+
+
+def solve_checked(instance: Instance, method: str, options: SolveOptions | None = None,
+                  **knobs: Any) -> SolveResult:
+    """Solve, evaluate and independently check (module docstring); knobs as in
+    :func:`topoopt_milp.registry.solve`."""
+    return certify_solution(instance, registry.solve(instance, method, options, **knobs))
+
+
+def certify_solution(instance: Instance, result: SolveResult) -> SolveResult:
+    """Steps 2-4 of the module docstring for a result already computed."""
+    metrics = features = None
+    if result.topology is not None and result.routing is not None:
+        metrics = evaluate(instance, result.topology, result.routing)
+        features = Features.of(instance, result.topology, result.routing)
+    result = result.with_(metrics=metrics, features=features)
+    problems = check_solution(instance.to_dict(),
+                              finite_json(solution_dict(result, instance, metrics)))
+    if problems:
+        log.warning("%s: the checker rejects the solution: %s", result.method, problems[0])
+        note = f"checker: {len(problems)} violation(s): " + "; ".join(problems[:5])
+        result = result.with_(status=Status.ERROR, violations=tuple(problems),
+                              message="; ".join(x for x in (result.message, note) if x))
+    return result
