@@ -54,8 +54,12 @@ Instances (:func:`allreduce_topology`)
       ``P``). Each group gets ``floor(quota / 2)`` rings; the leftover rings go by largest
       remainder to groups whose members all still have 2 free ports; finally an even-sized
       group whose members all have one free port gets the ``k/2`` matching. Disjoint groups
-      thus get all ``P`` ports each. A group without ports (or with zero bytes) keeps the
-      ring order of its sorted members, routed over the other links.
+      thus get all ``P`` ports each.
+    * A group without ports of its own (e.g. ``d = 2`` below the whole cluster: the ``+-1``
+      ring takes both) gets the artifact's multi-hop ring: a coset group on a circulant
+      goes along its candidate ``P`` with the fewest coin-change hops, any other group
+      along its sorted members; half the volume each way (the artifact records ``+-P``),
+      routed over the other links. A zero-byte group keeps its sorted members.
     * Free ports of a regular instance (nodes outside every group, apportionment leftovers)
       are filled by :func:`~topoopt_milp.heuristics.support.fill_free_ports`; a graph left
       disconnected with traffic between its components (overlapping groups) is joined by
@@ -99,7 +103,8 @@ import numpy as np
 
 from ..instance import Instance
 from ..result import SolveOptions, SolveResult
-from ..topology import Ring, Topology
+from ..topology import Ring, Topology, bidirectional_rings
+from .routing import coin_change_table
 from .support import (
     circulant_jumps,
     connect_components,
@@ -211,7 +216,8 @@ def _local_links(L: np.ndarray, members: tuple[int, ...], jumps: tuple[int, ...]
 
 
 def _group_rings(gids, members, jumps) -> list[Ring]:
-    """Ring orders of the groups ``gids`` over ``members`` along the Hamiltonian jumps.
+    """Ring orders of the groups ``gids`` over ``members`` along the Hamiltonian jumps (none
+    when no jump is Hamiltonian on the group: see :func:`_multihop_rings`).
 
     Each jump's ring is a bidirectional cycle: its volume share is split evenly between the
     order and its reverse, so both directions of every duplex link carry AllReduce traffic.
@@ -224,18 +230,30 @@ def _group_rings(gids, members, jumps) -> list[Ring]:
         if gcd(m, k) == 1:  # Hamiltonian on the group (k = 2: the single link)
             counts[m] += 1
     total = sum(counts.values())
-    if not total:
-        return [Ring(gi, members, 1.0) for gi in gids]
-    rings = []
-    for gi in gids:
-        for m, c in counts.items():
-            order = tuple(members[(i * m) % k] for i in range(k))
-            if k == 2:  # the reverse is the same pair of edges
-                rings.append(Ring(gi, order, c / total))
-            else:
-                rings.append(Ring(gi, order, c / (2 * total)))
-                rings.append(Ring(gi, (order[0], *reversed(order[1:])), c / (2 * total)))
-    return rings
+    return [
+        ring
+        for gi in gids
+        for m, c in counts.items()
+        for ring in bidirectional_rings(gi, tuple(members[(i * m) % k] for i in range(k)), c / total)
+    ]
+
+
+def _multihop_rings(gids, members, n, jumps) -> list[Ring]:
+    """Rings of a group without links of its own (its traffic crosses other links).
+
+    As the artifact's multi-hop rings (``generate_dp_topology``, "unsatisfied" group sizes): a
+    coset group on a circulant with ``jumps`` is laid along the candidate ``P`` with the
+    fewest coin-change hops (ties: the smallest ``P``), ``s, s + P, s + 2P, ...``; any other
+    group keeps its sorted members. Either way half the volume runs each direction (the
+    artifact records the coin path of ``P`` and of ``-P``)."""
+    order = members
+    if jumps and _is_coset(members, n):
+        table = coin_change_table(n, jumps)
+        hops = {p: len(table[p]) for p in candidates(n, len(members)) if table[p] is not None}
+        if hops:
+            p = min(hops, key=lambda q: (hops[q], q))
+            order = tuple((members[0] + i * p) % n for i in range(len(members)))
+    return [ring for gi in gids for ring in bidirectional_rings(gi, order)]
 
 
 def _apportion(n, merged, weight, ports, faithful) -> dict[tuple[int, ...], int]:
@@ -295,11 +313,16 @@ def allreduce_topology(
         group_ports = ports - 2
     alloc = _apportion(n, merged, weight, group_ports, faithful)
     declared_by_size: dict[int, tuple[int, ...]] = {}
+    portless = []
     for key, gids in merged.items():
         k = len(key)
         jumps = totient_jumps(k, alloc[key], faithful)
         _local_links(L, key, jumps)
-        rings.extend(_group_rings(gids, key, jumps))
+        own = _group_rings(gids, key, jumps)
+        if own:
+            rings.extend(own)
+        else:
+            portless.append((key, gids))
         if _is_coset(key, n) and k not in declared_by_size:
             declared_by_size[k] = tuple((n // k) * m for m in jumps)
     for js in declared_by_size.values():
@@ -309,6 +332,8 @@ def allreduce_topology(
         jumps_out = tuple(declared)
     elif L.any():
         jumps_out = circulant_jumps(L)
+    for key, gids in portless:
+        rings.extend(_multihop_rings(gids, key, n, jumps_out))
     rings.sort(key=lambda r: r.group)
     return L, rings, jumps_out
 
