@@ -142,13 +142,27 @@ def solve_pulp(
 
 
 def export_model(problem: pulp.LpProblem, path: str) -> None:
-    """Write ``problem`` as MPS or LP, chosen by the file extension."""
-    if path.endswith(".mps"):
-        problem.writeMPS(path)
-    elif path.endswith(".lp"):
-        problem.writeLP(path)
-    else:
+    """Write ``problem`` as MPS or LP, chosen by the file extension (see :func:`write_model`)."""
+    write_model(pulp_to_matrix(problem), path)
+
+
+def write_model(model: MatrixModel, path: str) -> None:
+    """Write an array model as MPS or LP through HiGHS, with its variable and row names.
+
+    Both files keep the model's objective sense and constant, so any reader gets the
+    toolkit's optimum in model units: the MPS file has an ``OBJSENSE`` section (``MAX`` for
+    the maximisations) and the constant as the objective row's RHS (``-offset``), the LP
+    file a ``max``/``min`` header and the constant in the objective. (PuLP's own writers are
+    not used: ``writeMPS`` marks the sense with a comment only, ``*SENSE:Maximize``, which
+    HiGHS reads as a minimisation, and both of its writers drop the objective constant.)"""
+    if not path.endswith((".mps", ".lp")):
         raise ValueError(f"export: {path!r} must end with .mps or .lp")
+    h = _new_highs()
+    h.setOptionValue("output_flag", False)
+    h.passModel(highs_lp(model, names=True))
+    # kWarning: e.g. a model without row names, which HiGHS then names r0, r1, ...
+    if h.writeModel(path) == highspy.HighsStatus.kError:
+        raise ValueError(f"export: HiGHS could not write {path!r}")
 
 
 def solve_model(
@@ -227,6 +241,38 @@ def highs_version() -> str:
     return metadata.version("highspy")
 
 
+def highs_lp(model: MatrixModel, names: bool = False) -> highspy.HighsLp:
+    """The ``HighsLp`` of an array model (with column and row names when ``names``)."""
+    lp = highspy.HighsLp()
+    lp.num_col_ = len(model.cost)
+    lp.num_row_ = len(model.row_lower)
+    lp.col_cost_ = np.asarray(model.cost, dtype=float)
+    lp.col_lower_ = np.asarray(model.col_lower, dtype=float)
+    lp.col_upper_ = np.asarray(model.col_upper, dtype=float)
+    lp.row_lower_ = np.asarray(model.row_lower, dtype=float)
+    lp.row_upper_ = np.asarray(model.row_upper, dtype=float)
+    A = csc_matrix(model.A)
+    A.sort_indices()
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(float)
+    lp.a_matrix_.num_col_ = lp.num_col_
+    lp.a_matrix_.num_row_ = lp.num_row_
+    lp.offset_ = float(model.offset)
+    lp.sense_ = highspy.ObjSense.kMaximize if model.maximize else highspy.ObjSense.kMinimize
+    if model.is_mip:
+        lp.integrality_ = [
+            highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
+            for b in model.integer
+        ]
+    if names:
+        lp.col_names_ = list(model.names)
+        if model.row_names:
+            lp.row_names_ = list(model.row_names)
+    return lp
+
+
 def solve_matrix(
     model: MatrixModel, options: SolveOptions, warm_start: dict[str, float] | None = None
 ) -> BackendOutcome:
@@ -254,34 +300,9 @@ def solve_matrix(
     for key, val in dict(options.extra.get("highs_options", {})).items():
         h.setOptionValue(str(key), val)
 
-    lp = highspy.HighsLp()
-    lp.num_col_ = len(model.cost)
-    lp.num_row_ = len(model.row_lower)
-    lp.col_cost_ = np.asarray(model.cost, dtype=float)
-    lp.col_lower_ = np.asarray(model.col_lower, dtype=float)
-    lp.col_upper_ = np.asarray(model.col_upper, dtype=float)
-    lp.row_lower_ = np.asarray(model.row_lower, dtype=float)
-    lp.row_upper_ = np.asarray(model.row_upper, dtype=float)
-    A = csc_matrix(model.A)
-    A.sort_indices()
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(float)
-    lp.a_matrix_.num_col_ = lp.num_col_
-    lp.a_matrix_.num_row_ = lp.num_row_
-    lp.offset_ = float(model.offset)
-    lp.sense_ = highspy.ObjSense.kMaximize if model.maximize else highspy.ObjSense.kMinimize
-    if model.is_mip:
-        lp.integrality_ = [
-            highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
-            for b in model.integer
-        ]
-    h.passModel(lp)
     if options.export:
-        if not options.export.endswith((".mps", ".lp")):
-            raise ValueError(f"export: {options.export!r} must end with .mps or .lp")
-        h.writeModel(options.export)
+        write_model(model, options.export)
+    h.passModel(highs_lp(model))
     if warm_start:
         pos = {name: j for j, name in enumerate(model.names)}
         idx = [pos[k] for k in warm_start if k in pos]
