@@ -105,8 +105,8 @@ Coset groups plus MP, small ``d_AR`` (issue 11)
     0.225 s at ``n = 64`` (LP 0.204 vs 0.205). Giving the two ports to the groups' own rings
     instead (no ``+-1`` ring; the matchings connect the graph) measured 0.142 s and 0.163 s
     (LP 0.098, 0.119) but is not the artifact's rule, so it is not done. Two defects that
-    made this case worse are fixed: the split rounded ``x = 2.6`` (MP at 30-35 %) to the
-    nearest even 2 where the artifact's rule gives 4 (TopologyFinder then equals
+    made this case worse are fixed: the split rounded ``x = 2.8`` and ``2.6`` (MP at 30 and 35 %)
+    to the nearest even 2 where the artifact's rule gives 4 (TopologyFinder then equals
     TotientPerms), and port-less groups ran their ring one way at share 1.0 where the
     artifact uses ``+-P`` (n = 16, 45 % MP: 0.456 s -> 0.316 s).
 """
