@@ -11,9 +11,10 @@ from topoopt_milp.heuristics.topology_finder import (
     matching_top_k,
     mp_matching_links,
 )
-from topoopt_milp.heuristics.totient import totient_jumps
+from topoopt_milp.heuristics.totient import allreduce_topology, totient_jumps
 from topoopt_milp.instance import make_instance
 from topoopt_milp.result import Status, finite_json, solution_dict
+from topoopt_milp.topology import Topology
 
 B1 = 8e-9  # 1 byte/s
 
@@ -44,12 +45,27 @@ def traffic(n, d, ar_bytes, mp_bytes, **kw):
         (0.0, 1.0, 6, (0, 6)),  # no AllReduce: all MP
         (2.0, 1.0, 5, (4, 1)),  # 5 * 2/3 = 3.33 -> 4
         (5.0, 1.0, 5, (4, 1)),  # 5 * 5/6 = 4.17 -> 4
+        # the artifact's "made even" rounds an odd lround up (nearest even would differ):
+        (65.0, 35.0, 4, (4, 0)),  # 4 * 0.65 = 2.6 -> 3 -> 4
+        (5.0, 3.0, 4, (4, 0)),  # 2.5 -> 3 (halves away from zero) -> 4
+        (23.0, 17.0, 8, (6, 2)),  # 8 * 0.575 = 4.6 -> 5 -> 6
+        (55.0, 45.0, 4, (2, 2)),  # 2.2 -> 2
+        (1.0, 3.0, 4, (2, 2)),  # 1.0 -> 1 -> 2
+        (9.0, 1.0, 1, (1, 0)),  # d = 1: the single port
     ],
 )
 def test_proportional_split(ar, mp, d, expected):
     inst = traffic(10, d, ar, mp, regular=False)
     assert inst.allreduce_bytes() == pytest.approx(ar)
     assert degree_split(inst, "proportional") == expected
+
+
+def test_faithful_split_measures_allreduce_as_the_artifact():
+    # the artifact counts S (2k - 1) per group instead of 2 (k - 1) S; k = 4, S = 1, MP = 4.2:
+    # default 4 * 6 / 10.2 = 2.35 -> 2, faithful 4 * 7 / 11.2 = 2.5 -> 3 -> 4
+    inst = make_instance(8, 4, B1, allreduce=[([0, 2, 4, 6], 1.0)], mp=[(1, 3, 4.2)])
+    assert degree_split(inst) == (2, 2)
+    assert degree_split(inst, faithful=True) == (4, 0)
 
 
 def test_all_ar_split_and_unknown_split():
@@ -194,3 +210,70 @@ def test_matching_top_k_auto():
     assert matching_top_k(sparse, 4) is None
     inst = make_instance(12, 4, B1, mp=[(0, 5, 3.0), (2, 7, 1.0)])
     assert "matching=all pairs" in registry.solve(inst, 'topologyfinder').message
+
+
+# -- coset AllReduce groups plus dense MP (issue 11) ------------------------------------------------
+def coset_mixed(n, mp_frac, g=4, seed=0):
+    """n/g coset groups of size g (1 GB each) plus dense random MP at mp_frac of all bytes."""
+    step = n // g
+    w = np.random.default_rng(seed).uniform(0, 1, (n, n))
+    np.fill_diagonal(w, 0)
+    w *= step * 2 * (g - 1) * 1e9 * mp_frac / (1 - mp_frac) / w.sum()
+    mp = [(i, j, float(w[i, j])) for i in range(n) for j in range(n) if i != j]
+    return make_instance(n, 4, 100.0, allreduce=[(range(s, n, step), 1e9) for s in range(step)],
+                         mp=mp)
+
+
+def test_coset_groups_get_ports_when_the_split_allows():
+    # MP at 35 %: x = 4 * 0.65 = 2.6 -> lround 3 -> made even 4 (nearest even gave 2): the
+    # groups get their own jump-4 ring next to the +-1 ring, TopologyFinder = TotientPerms
+    inst = coset_mixed(16, 0.35)
+    assert degree_split(inst) == (4, 0)
+    res = registry.solve(inst, "topologyfinder")
+    assert res.topology.jumps == (1, 4)
+    tp = registry.solve(inst, "totientperms")
+    assert res.objective == pytest.approx(tp.objective)
+    assert_valid(inst, res)
+
+
+def test_portless_coset_groups_run_their_multihop_ring_both_ways():
+    # MP at 45 %: x = 2.2 -> d_AR = 2, taken by the +-1 ring as in the artifact; every group
+    # gets the multi-hop ring along P = 4 both ways (the artifact records +-P), half each
+    inst = coset_mixed(16, 0.45)
+    assert degree_split(inst) == (2, 2)
+    res = registry.solve(inst, "topologyfinder")
+    L_ar, rings, jumps = allreduce_topology(inst, 2)
+    assert jumps == (1,) and (L_ar == Topology.circulant(16, [1]).links).all()
+    for s in range(4):
+        order = (s, s + 4, s + 8, s + 12)
+        assert [(r.order, r.share) for r in res.routing.rings if r.group == s] == [
+            (order, 0.5), ((s, s + 12, s + 8, s + 4), 0.5)]
+    # one direction at share 1.0 put 4 ring edges of 1.5 GB on every +1 arc (0.456 s);
+    # both ways halve the AllReduce load of the ring arcs
+    assert res.objective < 0.33
+    assert_valid(inst, res)
+
+
+def test_multihop_ring_follows_the_shortest_coin_path():
+    # n = 24: heavy triangles {s, s+8, s+16} take the 2 ports beside the +-1 ring (jump 8);
+    # the light groups {s, s+3, ...} (candidates 3, 9, 15, 21) get none. Coins +-1, +-8:
+    # 3 needs 3 hops, 9 = 8 + 1 two: the ring goes along P = 9
+    heavy = [(range(s, 24, 8), 10.0) for s in range(8)]
+    light = [(range(s, 24, 3), 1.0) for s in range(3)]
+    inst = make_instance(24, 4, B1, allreduce=heavy + light, regular=False)
+    L, rings, jumps = allreduce_topology(inst, 4)
+    assert jumps == (1, 8)
+    for r in rings:
+        if r.group >= 8:
+            s = r.group - 8
+            fwd = tuple((s + 9 * i) % 24 for i in range(8))
+            assert r.share == 0.5 and r.order in (fwd, (fwd[0], *reversed(fwd[1:])))
+
+
+def test_faithful_matching_weight_is_the_artifacts_lower_triangle():
+    # the artifact's cost of {i < j} is overwritten by the (j, i) entry: weight D_ji only
+    mp = np.zeros((4, 4))
+    mp[0, 1], mp[3, 2], mp[2, 0], mp[3, 1] = 10, 1, 3, 3
+    pairs = lambda L: {(i, j) for i in range(4) for j in range(i + 1, 4) if L[i, j]}  # noqa: E731
+    assert pairs(mp_matching_links(mp, 1)) == {(0, 1), (2, 3)}  # 10 + 1 > 3 + 3
+    assert pairs(mp_matching_links(mp, 1, faithful=True)) == {(0, 2), (1, 3)}  # 0 + 1 < 3 + 3

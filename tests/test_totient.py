@@ -61,6 +61,32 @@ def test_n128_d8_is_the_artifacts_selection():
     assert select_permutations(folded, 4, n=128) == [1, 3, 9, 23]
 
 
+def test_faithful_walk_is_the_artifacts_float_product():
+    # ratio = 25^(1/4) = sqrt 5: x_2 = 5 exactly, but the artifact's product x_1 * ratio is
+    # 5.000000000000001 and its exact lower_bound skips 5 for 7
+    assert totient_jumps(26, 8, faithful=True) == (1, 3, 7, 15)
+    assert totient_jumps(26, 8) == (1, 3, 5, 15)  # default: the rule in exact arithmetic
+    # n = 37, d = 16: x_4 = 36^(1/2) = 6; the product overshoots (7), pow(ratio, 4) does not
+    assert totient_jumps(37, 16, faithful=True) == (1, 2, 3, 4, 7, 10, 15, 24)
+    assert totient_jumps(37, 16) == (1, 2, 3, 4, 6, 10, 15, 24)
+    assert totient_jumps(50, 8, faithful=True) == (1, 3, 9, 19)
+    assert totient_jumps(50, 8) == (1, 3, 7, 19)
+
+
+def test_faithful_whole_cluster_allreduce_uses_both_directions():
+    # n = 16, d = 4, S = 1 GB at 100 Gbps: the artifact sends 1/(2m) of 2 (k-1)/k S along
+    # each of +-p for both jumps, i.e. 1.875e9 / 4 bytes per arc = 0.0375 s (ideal switch)
+    inst = make_instance(16, 4, 100.0, allreduce=[(range(16), 1e9)])
+    default = registry.solve(inst, "totientperms")
+    faithful = registry.solve(inst, "totientperms", faithful=True)
+    assert faithful.topology.jumps == default.topology.jumps == (1, 5)
+    assert default.objective == pytest.approx(0.0375)
+    assert faithful.objective == pytest.approx(0.0375)
+    assert faithful.objective == pytest.approx(ideal_switch_time(inst))
+    assert len(faithful.routing.rings) == 4 and {r.share for r in faithful.routing.rings} == {0.25}
+    assert_valid(inst, faithful)
+
+
 def test_single_ring_takes_the_smallest_candidate():
     assert select_permutations([3, 9], 1) == [3]
     assert totient_jumps(10, 2) == (1,)
@@ -152,9 +178,9 @@ def test_whole_cluster_allreduce_by_hand():
     assert [r.share for r in res.routing.rings] == [0.25] * 4
     assert res.objective == pytest.approx(0.4375 * s)
     assert res.objective == pytest.approx(ideal_switch_time(inst))
-    faithful = registry.solve(inst, 'totientperms', faithful=True)  # one direction per ring: twice as slow
-    assert [r.share for r in faithful.routing.rings] == [0.5, 0.5]
-    assert faithful.objective == pytest.approx(0.875 * s)
+    faithful = registry.solve(inst, "totientperms", faithful=True)  # the artifact also uses +-p
+    assert faithful.routing.rings == res.routing.rings
+    assert faithful.objective == pytest.approx(res.objective)
     assert res.method == "totientperms"
     assert res.params == registry.get("totientperms").options().as_params()
     assert_valid(inst, res)

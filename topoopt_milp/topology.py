@@ -231,13 +231,16 @@ def default_rings(instance: Instance) -> tuple[Ring, ...]:
     so every heuristic's ring choice lies in the ring space of the exact ``alloc`` model."""
     rings = []
     for gi, g in enumerate(instance.allreduce):
-        order = tuple(sorted(g.members))
-        if len(order) == 2:  # the reverse of a 2-ring is the same pair of edges
-            rings.append(Ring(gi, order, 1.0))
-        else:
-            rings.append(Ring(gi, order, 0.5))
-            rings.append(Ring(gi, (order[0], *reversed(order[1:])), 0.5))
+        rings.extend(bidirectional_rings(gi, tuple(sorted(g.members))))
     return tuple(rings)
+
+
+def bidirectional_rings(group: int, order: tuple[int, ...], share: float = 1.0) -> list[Ring]:
+    """``order`` and its reverse with ``share / 2`` each (one ring with the whole ``share``
+    for two members, whose reverse is the same pair of edges)."""
+    if len(order) == 2:
+        return [Ring(group, order, share)]
+    return [Ring(group, order, share / 2), Ring(group, (order[0], *reversed(order[1:])), share / 2)]
 
 
 def commodities_for(instance: Instance, rings: Sequence[Ring]) -> list[Commodity]:

@@ -86,7 +86,7 @@ def pulp_to_matrix(problem: pulp.LpProblem) -> MatrixModel:
     rows, cols, vals = [], [], []
     lo, up, rnames = [], [], []
     for r, con in enumerate(problem.constraints()):  # the PuLP 4 API: a list, in order
-        name = con.name
+        name = con.name or f"c{r}"  # unnamed rows (PuLP 4 keeps their names internal)
         for v, a in con.items():
             rows.append(r)
             cols.append(index[v.name])
@@ -142,13 +142,27 @@ def solve_pulp(
 
 
 def export_model(problem: pulp.LpProblem, path: str) -> None:
-    """Write ``problem`` as MPS or LP, chosen by the file extension."""
-    if path.endswith(".mps"):
-        problem.writeMPS(path)
-    elif path.endswith(".lp"):
-        problem.writeLP(path)
-    else:
+    """Write ``problem`` as MPS or LP, chosen by the file extension (see :func:`write_model`)."""
+    write_model(pulp_to_matrix(problem), path)
+
+
+def write_model(model: MatrixModel, path: str) -> None:
+    """Write an array model as MPS or LP through HiGHS, with its variable and row names.
+
+    Both files keep the model's objective sense and constant, so any reader gets the
+    toolkit's optimum in model units: the MPS file has an ``OBJSENSE`` section (``MAX`` for
+    the maximisations) and the constant as the objective row's RHS (``-offset``), the LP
+    file a ``max``/``min`` header and the constant in the objective. (PuLP's own writers are
+    not used: ``writeMPS`` marks the sense with a comment only, ``*SENSE:Maximize``, which
+    HiGHS reads as a minimisation, and both of its writers drop the objective constant.)"""
+    if not path.endswith((".mps", ".lp")):
         raise ParamError(f"export: {path!r} must end with .mps or .lp")
+    h = _new_highs()
+    h.setOptionValue("output_flag", False)
+    h.passModel(highs_lp(model, names=True))
+    # kWarning: e.g. a model without row names, which HiGHS then names r0, r1, ...
+    if h.writeModel(path) == highspy.HighsStatus.kError:
+        raise ValueError(f"export: HiGHS could not write {path!r}")
 
 
 def solve_model(
@@ -225,27 +239,8 @@ def highs_version() -> str:
     return metadata.version("highspy")
 
 
-def solve_matrix(
-    model: MatrixModel, options: SolveOptions, warm_start: dict[str, float] | None = None
-) -> BackendOutcome:
-    """Solve an array model with HiGHS; read status, objective and dual bound from HiGHS.
-
-    For a MIP the bound is HiGHS's ``mip_dual_bound``; for an LP solved to optimality it is the
-    objective itself (optimal within HiGHS's 1e-7 tolerances), otherwise ``None``."""
-    sp = options.solver
-    h = _new_highs()
-    h.setOptionValue("output_flag", sp.solver_log)
-    if sp.time_limit is not None:
-        h.setOptionValue("time_limit", float(sp.time_limit))
-    h.setOptionValue("random_seed", int(options.seed))
-    h.setOptionValue("mip_rel_gap", float(sp.mip_gap))
-    if sp.threads > 1:
-        h.setOptionValue("threads", int(sp.threads))
-    if not model.is_mip:
-        h.setOptionValue("solver", LP_ALGORITHMS[sp.lp_algorithm])
-        if sp.crossover in ("off", "on"):
-            h.setOptionValue("run_crossover", sp.crossover)
-
+def highs_lp(model: MatrixModel, names: bool = False) -> highspy.HighsLp:
+    """The ``HighsLp`` of an array model (with column and row names when ``names``)."""
     lp = highspy.HighsLp()
     lp.num_col_ = len(model.cost)
     lp.num_row_ = len(model.row_lower)
@@ -269,11 +264,37 @@ def solve_matrix(
             highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
             for b in model.integer
         ]
-    h.passModel(lp)
+    if names:
+        lp.col_names_ = list(model.names)
+        if model.row_names:
+            lp.row_names_ = list(model.row_names)
+    return lp
+
+
+def solve_matrix(
+    model: MatrixModel, options: SolveOptions, warm_start: dict[str, float] | None = None
+) -> BackendOutcome:
+    """Solve an array model with HiGHS; read status, objective and dual bound from HiGHS.
+
+    For a MIP the bound is HiGHS's ``mip_dual_bound``; for an LP solved to optimality it is the
+    objective itself (optimal within HiGHS's 1e-7 tolerances), otherwise ``None``."""
+    sp = options.solver
+    h = _new_highs()
+    h.setOptionValue("output_flag", sp.solver_log)
+    if sp.time_limit is not None:
+        h.setOptionValue("time_limit", float(sp.time_limit))
+    h.setOptionValue("random_seed", int(options.seed))
+    h.setOptionValue("mip_rel_gap", float(sp.mip_gap))
+    if sp.threads > 1:
+        h.setOptionValue("threads", int(sp.threads))
+    if not model.is_mip:
+        h.setOptionValue("solver", LP_ALGORITHMS[sp.lp_algorithm])
+        if sp.crossover in ("off", "on"):
+            h.setOptionValue("run_crossover", sp.crossover)
+
     if options.export:
-        if not options.export.endswith((".mps", ".lp")):
-            raise ParamError(f"export: {options.export!r} must end with .mps or .lp")
-        h.writeModel(options.export)
+        write_model(model, options.export)
+    h.passModel(highs_lp(model))
     if warm_start:
         pos = {name: j for j, name in enumerate(model.names)}
         idx = [pos[k] for k in warm_start if k in pos]

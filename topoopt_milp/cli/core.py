@@ -174,21 +174,29 @@ def evaluate_cmd(instance_path, solution_path, as_json) -> None:
 
 @main.command()
 @click.argument("solution_path", metavar="SOL.json", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["graphml", "edgelist"]), default="graphml",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["graphml", "routing", "edgelist"]),
+              default="graphml", show_default=True,
+              help="graphml: multigraph, one edge per link, with metadata; routing: CSV of "
+              "paths and fractions; edgelist: 'i j count' lines.")
+@click.option("--instance", "instance_path", type=click.Path(dir_okay=False), default=None,
+              help="The solution's instance: adds degree, link rate and per-link busy time.")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
-              help="Output file (default: SOL.<format>).")
-def export(solution_path, fmt, out) -> None:
-    """Write the topology of SOL.json for other graph tools (edge attribute `count`)."""
-    import networkx as nx
+              help="Output file (default: SOL.graphml / SOL.routing.csv / SOL.edgelist).")
+def export(solution_path, fmt, instance_path, out) -> None:
+    """Write the topology or routing of SOL.json for other tools (see topoopt_milp.interop)."""
+    from .. import interop
 
-    res = result_from_solution(read_solution(solution_path))
-    if res.topology is None:
-        raise SolutionError(f"{solution_path}: holds no topology (status {res.status.value})")
-    target = Path(out or Path(solution_path).with_suffix("." + fmt))
-    g = res.topology.graph()
-    if fmt == "graphml":
-        nx.write_graphml(g, target)
-    else:
-        nx.write_edgelist(g, target, data=["count"])
-    click.echo(f"wrote {target} ({g.number_of_nodes()} nodes, {g.number_of_edges()} edges)")
+    data = read_solution(solution_path)
+    suffix = {"graphml": ".graphml", "routing": ".routing.csv", "edgelist": ".edgelist"}[fmt]
+    target = Path(out or Path(solution_path).with_suffix(suffix))
+    if fmt == "routing":
+        rows = interop.write_routing_csv(target, data)
+        click.echo(f"wrote {target} ({rows} paths)")
+        return
+    if fmt == "edgelist":
+        links = interop.write_edgelist(target, data)
+        click.echo(f"wrote {target} ({links} links)")
+        return
+    instance = None if instance_path is None else Instance.load(instance_path)
+    g = interop.write_graphml(target, data, instance)
+    click.echo(f"wrote {target} ({g.number_of_nodes()} nodes, {g.number_of_edges()} links)")

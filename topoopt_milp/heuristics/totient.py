@@ -9,12 +9,29 @@ The rule (DESIGN.md section 4, the published TopoOpt artifact):
   See :func:`candidates`.
 * **SelectPermutations** for ``m`` bidirectional rings (``d/2`` for ``d`` ports): ``m == 1``
   takes the smallest candidate; otherwise ``ratio = (c_last / c_first)^(1/m)`` and for
-  ``t = 0..m-1`` the walk ``x = c_first ratio^t`` takes the smallest unused candidate
-  ``>= x``: jumps spread geometrically, which gives short coin-change routes to every residue.
-  For ``n = 128, d = 8`` this gives ``{1, 5, 13, 39}``. See :func:`select_permutations`.
+  ``t = 0..m-1`` the walk ``x_t = c_first ratio^t`` takes the smallest unused candidate
+  ``>= x_t``: jumps spread geometrically, which gives short coin-change routes to every
+  residue. For ``n = 128, d = 8`` this gives ``{1, 5, 13, 39}``. See
+  :func:`select_permutations`.
 * Every selected jump ``p`` is a bidirectional ring ``x -- x + p`` on every coset (2 ports per
-  node); AllReduce runs one ring per jump with share ``1/m`` of the volume, in the order
-  ``s, s + p, s + 2p, ...``; routing is coin-change over the coins ``+-p``.
+  node). AllReduce uses both directions of every ring: the ring of ``p`` carries share
+  ``1/(2m)`` of the volume in the order ``s, s + p, s + 2p, ...`` and ``1/(2m)`` in the
+  reverse order, so whole-cluster AllReduce reaches the ideal-switch time. Routing is
+  coin-change over the coins ``+-p``.
+
+What the artifact does (hipersys-team/FlexFlow, ``src/runtime/network.cc``, class
+``SpMulMat``; ``src/runtime/simulator.cc``, ``SpMulMatSimulator::expand_allreduce``)
+    * ``construct_candidate_jumps``: for every divisor ``g >= 2`` of ``n`` the candidates
+      ``(n/g) k``, ``1 <= k <= g``, ``gcd(g, k) = 1``, ascending.
+    * ``choose_n_geo`` (the walk; ``simulator.cu`` builds ``SpMulMat`` with ``bidir = true``,
+      so the exponent is ``1/m``): ``x`` starts at the double ``c_first`` and is multiplied
+      by ``ratio`` after every pick; the pick is ``std::lower_bound(x)`` (the first candidate
+      not less than ``x``, an exact double comparison, no tolerance), advanced past
+      candidates already picked; nothing checks the end of the list or ``n - p``.
+    * ``generate_dp_topology`` records, for every picked jump ``p``, the two paths ``[p]`` and
+      ``[n - p]`` in ``selected_jumps``; ``expand_allreduce`` gives each of the ``npath``
+      recorded paths ``ceil(2 (k-1)/k S / npath)`` bytes from every member. So the artifact
+      sends half of each ring's share each way: both directions, as here.
 
 Instances (:func:`allreduce_topology`)
     The construction works per AllReduce group with the group's members sorted,
@@ -37,8 +54,12 @@ Instances (:func:`allreduce_topology`)
       ``P``). Each group gets ``floor(quota / 2)`` rings; the leftover rings go by largest
       remainder to groups whose members all still have 2 free ports; finally an even-sized
       group whose members all have one free port gets the ``k/2`` matching. Disjoint groups
-      thus get all ``P`` ports each. A group without ports (or with zero bytes) keeps the
-      ring order of its sorted members, routed over the other links.
+      thus get all ``P`` ports each.
+    * A group without ports of its own (e.g. ``d = 2`` below the whole cluster: the ``+-1``
+      ring takes both) gets the artifact's multi-hop ring: a coset group on a circulant
+      goes along its candidate ``P`` with the fewest coin-change hops, any other group
+      along its sorted members; half the volume each way (the artifact records ``+-P``),
+      routed over the other links. A zero-byte group keeps its sorted members.
     * Free ports of a regular instance (nodes outside every group, apportionment leftovers)
       are filled by :func:`~topoopt_milp.heuristics.support.fill_free_ports`; a graph left
       disconnected with traffic between its components (overlapping groups) is joined by
@@ -53,20 +74,22 @@ keeps the artifact's behaviour)
        artifact then wires it twice). Fixed: a candidate whose negative ``n - p`` is already
        chosen is skipped like a used one. The candidate list is *not* folded to ``p <= n/2``
        (that would change every selection: ``n = 128, d = 8`` would give ``{1, 3, 9, 23}``).
-    2. **Running past the candidate list.** When no admissible candidate ``>= x`` is left the
+    2. **Running past the candidate list.** When no unused candidate ``>= x`` is left the
        artifact reads past its list. Fixed: take the largest admissible candidate below ``x``;
        when no admissible candidate is left at all (``d/2`` exceeds the ``phi(g)/2`` distinct
        rings, e.g. small groups), the chosen jumps are repeated cyclically, i.e. parallel rings
-       (extra capacity on the same rings). Faithful mode raises ``ValueError`` instead.
+       (extra capacity on the same rings). Faithful mode raises an input error instead.
     3. **Odd degree.** The artifact supports only even ``d``. Fixed: ``(d-1)/2`` rings plus the
        perfect matching ``x -- x + n/2`` when ``n`` is even (one port); for odd ``n`` (only on
-       non-regular instances) the last port stays unused. Faithful mode raises ``ValueError``.
-    4. **Ring direction.** A bidirectional ring used in one direction leaves half of every
-       duplex AllReduce link idle. Fixed: each jump's ring carries half its share in each
-       direction (the reverse of a ring is also a Hamiltonian cycle), so whole-cluster
-       AllReduce on TotientPerms reaches the ideal-switch time. Faithful mode uses one direction.
-    5. Floating point: ``x`` is compared with a relative tolerance of ``1e-9`` so that
-       ``ratio^t`` landing a hair above an integer candidate does not skip it.
+       non-regular instances) the last port stays unused. Faithful mode raises an input error.
+    4. **Floating point.** The default walk compares ``x_t = c_first * ratio**t`` with a
+       relative tolerance of ``1e-9``, i.e. it follows the rule in exact arithmetic: when
+       ``x_t`` is an integer candidate it is picked. The artifact's repeated product lands a
+       few ulps above such an integer and skips it. Faithful mode repeats the artifact's
+       product and its exact comparison. Among even ``d <= 16``, ``n <= 512`` the two differ
+       on 15 cases, e.g. ``n = 26, d = 8``: ``x_2 = 5`` (``ratio = sqrt 5``), the artifact
+       picks ``{1, 3, 7, 15}``, the default ``{1, 3, 5, 15}``; ``n = 50, d = 8``: artifact
+       ``{1, 3, 9, 19}``, default ``{1, 3, 7, 19}``; ``n = 37, d = 16``: ``x_4 = 6``.
 """
 
 from __future__ import annotations
@@ -83,7 +106,8 @@ from ..errors import InputError
 from ..instance import Instance
 from ..params import SolveOptions
 from ..result import SolveResult
-from ..topology import Ring, Topology
+from ..routing import coin_change_table
+from ..topology import Ring, Topology, bidirectional_rings
 from .support import (
     connect_components,
     default_routing,
@@ -105,7 +129,9 @@ def select_permutations(
 
     ``n`` (the modulus, for the ``+-p`` check) defaults to ``cands[0] + cands[-1]``, which is
     ``n`` for every list made by :func:`candidates` (``m = 1`` and ``m = g - 1`` are both
-    coprime to ``g``). See the module docstring for the rule and the departures."""
+    coprime to ``g``). ``faithful=True`` is the artifact's ``choose_n_geo``: ``x`` as a running
+    double product compared exactly, ``+-p`` both allowed, an input error past the list; the
+    default follows the rule in exact arithmetic and fixes the quirks (module docstring)."""
     if m < 0:
         raise InputError(f"degree: need a non-negative number of rings, got {m}")
     if m == 0:
@@ -118,20 +144,23 @@ def select_permutations(
         return [cands[0]]
     ratio = (cands[-1] / cands[0]) ** (1.0 / m)
     chosen: list[int] = []
+    x_walk = float(cands[0])  # the artifact's walk: x_{t+1} = x_t * ratio, compared exactly
     for t in range(m):
-        x = cands[0] * ratio**t
         if faithful:
-            ok = [c for c in cands if c not in chosen]
-        else:
-            ok = [c for c in cands if c not in chosen and (modulus - c) % modulus not in chosen]
+            above = [c for c in cands if c not in chosen and c >= x_walk]
+            if not above:
+                raise InputError(
+                    f"degree: {m} rings need more than the {len(cands)} candidates (the "
+                    "published artifact reads past its list); use faithful=False"
+                )
+            chosen.append(above[0])
+            x_walk *= ratio
+            continue
+        x = cands[0] * ratio**t  # exact-arithmetic x_t, compared with a relative tolerance
+        ok = [c for c in cands if c not in chosen and (modulus - c) % modulus not in chosen]
         above = [c for c in ok if c >= x * (1 - _TOL)]
         if above:
             chosen.append(above[0])
-        elif faithful:
-            raise InputError(
-                f"degree: {m} rings need more than the {len(cands)} candidates (the published "
-                "artifact reads past its list); use faithful=False"
-            )
         elif ok:
             chosen.append(ok[-1])  # largest admissible candidate below x
         else:
@@ -177,32 +206,45 @@ def _local_links(L: np.ndarray, members: tuple[int, ...], jumps: tuple[int, ...]
         np.add.at(L, (b, a), 1)
 
 
-def _group_rings(gids, members, jumps, faithful: bool = False) -> list[Ring]:
-    """Ring orders of the groups ``gids`` over ``members`` along the Hamiltonian jumps.
+def _group_rings(gids, members, jumps) -> list[Ring]:
+    """Ring orders of the groups ``gids`` over ``members`` along the Hamiltonian jumps (none
+    when no jump is Hamiltonian on the group: see :func:`_multihop_rings`).
 
     Each jump's ring is a bidirectional cycle: its volume share is split evenly between the
-    order and its reverse, so both directions of every duplex link carry AllReduce traffic (as
-    NCCL does on bidirectional rings; the reverse of a ring is a ring, so this is a valid
-    AllReduce). ``faithful`` keeps one direction per ring, which leaves half of every AllReduce
-    link idle and doubles the AllReduce time."""
+    order and its reverse, so both directions of every duplex link carry AllReduce traffic.
+    This is what the artifact does: it records ``p`` and ``n - p`` for every chosen jump and
+    its simulator sends ``1 / (number of paths)`` of the ring volume along each (see the
+    module docstring), so faithful and default mode agree here."""
     k = len(members)
     counts: dict[int, int] = defaultdict(int)
     for m in jumps:
         if gcd(m, k) == 1:  # Hamiltonian on the group (k = 2: the single link)
             counts[m] += 1
     total = sum(counts.values())
-    if not total:
-        return [Ring(gi, members, 1.0) for gi in gids]
-    rings = []
-    for gi in gids:
-        for m, c in counts.items():
-            order = tuple(members[(i * m) % k] for i in range(k))
-            if faithful or k == 2:  # k = 2: the reverse is the same pair of edges
-                rings.append(Ring(gi, order, c / total))
-            else:
-                rings.append(Ring(gi, order, c / (2 * total)))
-                rings.append(Ring(gi, (order[0], *reversed(order[1:])), c / (2 * total)))
-    return rings
+    return [
+        ring
+        for gi in gids
+        for m, c in counts.items()
+        for ring in bidirectional_rings(gi, tuple(members[(i * m) % k] for i in range(k)), c / total)
+    ]
+
+
+def _multihop_rings(gids, members, n, jumps) -> list[Ring]:
+    """Rings of a group without links of its own (its traffic crosses other links).
+
+    As the artifact's multi-hop rings (``generate_dp_topology``, "unsatisfied" group sizes): a
+    coset group on a circulant with ``jumps`` is laid along the candidate ``P`` with the
+    fewest coin-change hops (ties: the smallest ``P``), ``s, s + P, s + 2P, ...``; any other
+    group keeps its sorted members. Either way half the volume runs each direction (the
+    artifact records the coin path of ``P`` and of ``-P``)."""
+    order = members
+    if jumps and _is_coset(members, n):
+        table = coin_change_table(n, jumps)
+        hops = {p: len(table[p]) for p in candidates(n, len(members)) if table[p] is not None}
+        if hops:
+            p = min(hops, key=lambda q: (hops[q], q))
+            order = tuple((members[0] + i * p) % n for i in range(len(members)))
+    return [ring for gi in gids for ring in bidirectional_rings(gi, order)]
 
 
 def _apportion(n, merged, weight, ports, faithful) -> dict[tuple[int, ...], int]:
@@ -262,11 +304,16 @@ def allreduce_topology(
         group_ports = ports - 2
     alloc = _apportion(n, merged, weight, group_ports, faithful)
     declared_by_size: dict[int, tuple[int, ...]] = {}
+    portless = []
     for key, gids in merged.items():
         k = len(key)
         jumps = totient_jumps(k, alloc[key], faithful)
         _local_links(L, key, jumps)
-        rings.extend(_group_rings(gids, key, jumps, faithful))
+        own = _group_rings(gids, key, jumps)
+        if own:
+            rings.extend(own)
+        else:
+            portless.append((key, gids))
         if _is_coset(key, n) and k not in declared_by_size:
             declared_by_size[k] = tuple((n // k) * m for m in jumps)
     for js in declared_by_size.values():
@@ -276,6 +323,8 @@ def allreduce_topology(
         jumps_out = tuple(declared)
     elif L.any():
         jumps_out = circulant_jumps(L)
+    for key, gids in portless:
+        rings.extend(_multihop_rings(gids, key, n, jumps_out))
     rings.sort(key=lambda r: r.group)
     return L, rings, jumps_out
 
