@@ -136,3 +136,39 @@ def test_results_table_rows_and_files(tmp_path):
     text = (tmp_path / "table.md").read_text()
     assert "| vgg16" in text and "n/a" in text
     assert len((tmp_path / "table.csv").read_text().splitlines()) == 3
+
+
+def test_cooptimize_instance_out_is_deterministic_and_records_its_command(tmp_path):
+    import shlex
+
+    from topoopt_milp.instance import Instance
+
+    args = ["cooptimize", "dlrm", "--n", "8", "--degree", "4", "--gbps", "25", "--batch", "16",
+            "--budget", "30", "--k", "10", "--seed", "2", "--temperature", "0.2"]
+    a, b = tmp_path / "a" / "lib.json", tmp_path / "b.json"
+    r = CliRunner().invoke(main, [*args, "--instance-out", str(a), "--name", "dlrm-small",
+                                  "--out", str(tmp_path / "run")])
+    assert r.exit_code == 0, r.output
+    inst = Instance.load(a)
+    assert inst.name == "dlrm-small"
+    rec = inst.meta["cooptimize"]
+    assert (rec["model"], rec["n"], rec["degree"], rec["link_gbps"]) == ("dlrm", 8, 4, 25.0)
+    assert (rec["method"], rec["budget"], rec["seed"], rec["schedule"], rec["k"]) == (
+        "topologyfinder", 30, 2, "every", 10)
+    assert rec["temperature"] == 0.2 and rec["start_strategy_spec"] == "dp"
+    assert rec["final_iteration_s"] <= rec["initial_iteration_s"]
+    assert rec["final_strategy"] == inst.meta["strategy"]
+    # --out's instance.json is the same file (one code path)
+    assert (tmp_path / "run" / "instance.json").read_bytes() == a.read_bytes()
+    # the recorded command, run again, writes the same bytes
+    cmd = shlex.split(rec["command"])
+    assert cmd[:2] == ["topoopt-milp", "cooptimize"] and "--instance-out" not in cmd
+    r2 = CliRunner().invoke(main, [*cmd[1:], "--instance-out", str(b)])
+    assert r2.exit_code == 0, r2.output
+    assert b.read_bytes() == a.read_bytes()
+    # the final strategy's layers rebuild the same traffic through `workload`
+    m = get_model("dlrm", batch_per_gpu=16)
+    lay = rec["final_layers"]
+    s = Strategy(8, tuple(lay["degrees"]), tuple(lay["offsets"]), lay["tensor"])
+    again = Workload(m, 8).instance(s, 4, 25.0)
+    assert again.content_hash() == inst.content_hash()

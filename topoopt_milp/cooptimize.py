@@ -432,9 +432,51 @@ def summary(res: CoOptResult, cost=None, fat_tree_gbps: float | None = None) -> 
     return out
 
 
-def write_outputs(res: CoOptResult, out_dir, summary_obj: dict) -> None:
-    """``summary.json``, ``trajectory.csv``, ``strategy.json``, ``instance.json`` and
-    ``solution.json`` (the final strategy's topology and routing, with metrics) in ``out_dir``."""
+def final_instance(res: CoOptResult, name: str | None = None,
+                   provenance: dict | None = None) -> Instance:
+    """The final strategy's traffic as a library instance.
+
+    ``meta["cooptimize"]`` records how the search ran (model, cluster, method, budget, seed,
+    temperature, schedule, ``k``, the start and final strategy summaries, the final
+    per-layer degrees and offsets, the start and final iteration times, steps, rebuilds and
+    accepted moves); ``provenance`` (e.g. the generating command) is merged into it. Nothing
+    timing-dependent goes in, so the same search writes the same bytes."""
+    inst, cfg, fin = res.final.instance, res.config, res.final.strategy
+    model = res.model
+    record = {
+        "model": inst.meta.get("model"),
+        "n": inst.n,
+        "degree": inst.degree,
+        "link_gbps": inst.link_gbps,
+        "method": cfg.method,
+        "budget": cfg.budget,
+        "seed": cfg.seed,
+        "temperature": cfg.temperature,
+        "schedule": cfg.schedule,
+        "k": cfg.k,
+        "overlap": cfg.overlap,
+        "true_pipeline": cfg.true_pipeline,
+        "start_strategy": res.initial.strategy.summary(model) if model else None,
+        "final_strategy": fin.summary(model) if model else None,
+        "final_layers": {"degrees": list(fin.degrees), "offsets": list(fin.offsets),
+                         "tensor": fin.tensor},
+        "initial_iteration_s": res.initial.iteration_s,
+        "final_iteration_s": res.final.iteration_s,
+        "steps": res.steps,
+        "rebuilds": res.rebuilds,
+        "accepted": sum(1 for r in res.trajectory if r["accepted"]),
+        **(provenance or {}),
+    }
+    data = {**inst.to_dict(), "name": name or inst.name,
+            "meta": {**inst.meta, "cooptimize": record}}
+    return Instance.from_dict(data)
+
+
+def write_outputs(res: CoOptResult, out_dir, summary_obj: dict, name: str | None = None,
+                  provenance: dict | None = None) -> None:
+    """``summary.json``, ``trajectory.csv``, ``strategy.json``, ``instance.json`` (see
+    :func:`final_instance`) and ``solution.json`` (the final strategy's topology and routing,
+    with metrics) in ``out_dir``."""
     import json
     from pathlib import Path
 
@@ -448,7 +490,8 @@ def write_outputs(res: CoOptResult, out_dir, summary_obj: dict) -> None:
     (out / "summary.json").write_text(json.dumps(summary_obj, indent=1) + "\n")
     pd.DataFrame(res.trajectory).to_csv(out / "trajectory.csv", index=False)
     res.final.strategy.save(out / "strategy.json", res.model)
-    res.final.instance.save(out / "instance.json")
+    inst = final_instance(res, name, provenance)
+    inst.save(out / "instance.json")
     r = res.final.result
-    metrics = evaluate(res.final.instance, r.topology, r.routing) if r.routing is not None else None
-    write_solution(out / "solution.json", r, res.final.instance, metrics)
+    metrics = evaluate(inst, r.topology, r.routing) if r.routing is not None else None
+    write_solution(out / "solution.json", r, inst, metrics)

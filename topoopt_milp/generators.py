@@ -17,6 +17,9 @@ Families (``b`` = bytes per demand, volumes per training iteration):
   the embedding all-to-all. ``tables`` embedding tables are placed on random servers; a server
   holding ``t_i`` tables sends ``t_i * emb_bytes`` to every other server (pooled lookups, forward)
   and receives ``t_i * emb_bytes`` back from each of them (their gradients, backward).
+* ``mixed``        AllReduce on coset sub-groups ``{r, r + n/g, ...}`` (the placements of a
+  co-optimized strategy) plus random MP traffic scaled to a set share ``mp_share`` of all bytes,
+  for controlled sweeps over the MP share.
 
 Every family also takes the cluster options ``regular`` (default ``True``; needs ``n d`` even),
 ``compute_s`` and ``latency_us``, which go straight into the instance.
@@ -169,6 +172,13 @@ def _log_uniform(rng: np.random.Generator, lo: float, hi: float, size: int) -> n
     return np.exp(rng.uniform(math.log(lo), math.log(hi), size))
 
 
+def _pair_ends(codes: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ordered pairs ``(i, j)``, ``i != j``, indexed ``0 .. n(n-1)-1``: row ``i``, column ``j``
+    skipping the diagonal."""
+    src, col = np.divmod(codes, n - 1)
+    return src, col + (col >= src)
+
+
 def sparse(
     n: int,
     degree: int,
@@ -197,11 +207,7 @@ def sparse(
     if group_size is not None and not 2 <= group_size <= n:
         raise InstanceError(f"group_size: need 2..{n}, got {group_size}")
     rng = np.random.default_rng(seed)
-    # Ordered pairs (i, j), i != j, indexed 0..n(n-1)-1: row i, column j skipping the diagonal.
-    codes = np.sort(rng.choice(max_pairs, size=pairs, replace=False))
-    src = codes // (n - 1)
-    col = codes % (n - 1)
-    dst = col + (col >= src)
+    src, dst = _pair_ends(np.sort(rng.choice(max_pairs, size=pairs, replace=False)), n)
     vols = _log_uniform(rng, *mp_bytes, pairs)
     mp = [(int(s), int(t), float(b)) for s, t, b in zip(src, dst, vols, strict=True)]
     allreduce = []
@@ -255,12 +261,116 @@ def dlrm(
                    allreduce=allreduce, regular=regular, compute_s=compute_s, latency_us=latency_us)
 
 
+MP_PATTERNS = ("dense", "sparse")
+MP_SPREAD = 100.0  # relative MP weights lie in [1, MP_SPREAD] (two decades)
+
+
+def _reciprocal_uniform(rng: np.random.Generator, lo: float, hi: float, size: int) -> np.ndarray:
+    """``size`` draws ``1 / U(1/hi, 1/lo)`` in ``[lo, hi]``: density proportional to ``1/x^2``
+    (heavy-tailed: half the draws below ``2 lo hi / (lo + hi)``).
+
+    Only ``+ * /`` on numpy's raw doubles, which IEEE 754 rounds the same on every CPU; the
+    ``exp`` of a log-uniform draw is not (numpy picks a SIMD ``exp`` per CPU, and the library's
+    ``sparse`` files differ in the last digit between machines)."""
+    u = rng.random(size)
+    return 1.0 / (1.0 / hi + (1.0 / lo - 1.0 / hi) * u)
+
+
+def coset_groups(n: int, groups: int | None, group_size: int | None) -> list[list[int]]:
+    """Members of ``groups`` cosets of size ``g`` in ``Z_n``: coset ``r`` is
+    ``{r, r + n/g, ..., r + (g-1) n/g}``, ``r = 0 .. groups-1``.
+
+    ``g`` is ``group_size``, or ``n / groups``; ``groups`` defaults to ``n / g`` (every coset,
+    each server in exactly one group), and to 2 when neither is given."""
+    if group_size is None:
+        groups = 2 if groups is None else groups
+        if groups < 1 or n % groups:
+            raise InstanceError(f"groups: must divide n = {n}, got {groups}")
+        group_size = n // groups
+    if not 2 <= group_size <= n or n % group_size:
+        raise InstanceError(f"group_size: need a divisor of n = {n} in 2..{n}, got {group_size}")
+    stride = n // group_size
+    groups = stride if groups is None else groups
+    if not 1 <= groups <= stride:
+        raise InstanceError(f"groups: n = {n} has {stride} cosets of size {group_size}, got "
+                            f"{groups}")
+    return [[r + stride * k for k in range(group_size)] for r in range(groups)]
+
+
+def mixed(
+    n: int,
+    degree: int,
+    gbps: float = DEFAULT_GBPS,
+    *,
+    groups: int | None = None,
+    group_size: int | None = None,
+    ar_bytes: tuple[float, float] = (1.2e9, 1.2e9),
+    mp_share: float = 0.3,
+    mp_pattern: str = "dense",
+    pairs: int | None = None,
+    seed: int = 0,
+    regular: bool = True,
+    compute_s: float = 0.0,
+    latency_us: float = 0.0,
+) -> Instance:
+    """Coset AllReduce plus MP traffic carrying a set share of the bytes.
+
+    AllReduce: the cosets of :func:`coset_groups` (default two cosets of ``n/2``), group ``r``
+    all-reducing ``S_r`` bytes drawn in ``ar_bytes`` (:func:`_reciprocal_uniform`; all equal to
+    ``low`` when ``low == high``; the default ``1.2e9`` is the dense-gradient size of
+    DESIGN.md). Its ring edges inject ``A = sum_r k * 2 (k-1)/k * S_r`` bytes.
+
+    MP: the pattern's pairs get weights ``w_ij`` in ``[1, MP_SPREAD]`` (heavy-tailed, as
+    activations between partitions), scaled to the total ``M = s / (1 - s) * A``, so that
+    ``M / (A + M) = s`` = ``mp_share`` (up to rounding). ``dense``: every ordered pair
+    ``i != j``; ``sparse``: ``pairs`` distinct random ordered pairs (default ``n``).
+
+    Draws use arithmetic only, so the file is the same on every machine, not only per seed."""
+    _check_n(n)
+    if not (math.isfinite(mp_share) and 0 <= mp_share < 1):
+        raise InstanceError(f"mp_share: must be in [0, 1), got {mp_share}")
+    if mp_pattern not in MP_PATTERNS:
+        raise InstanceError(f"mp_pattern: unknown {mp_pattern!r} (known: {', '.join(MP_PATTERNS)})")
+    if mp_pattern == "dense" and pairs is not None:
+        raise InstanceError("pairs: only with mp_pattern 'sparse' (dense uses every pair)")
+    if not 0 < ar_bytes[0] <= ar_bytes[1] or not math.isfinite(ar_bytes[1]):
+        raise InstanceError(f"ar_bytes: need 0 < low <= high (finite), got {list(ar_bytes)}")
+    members = coset_groups(n, groups, group_size)
+    rng = np.random.default_rng(seed)
+    vols = _reciprocal_uniform(rng, *ar_bytes, len(members))
+    if ar_bytes[0] == ar_bytes[1]:
+        vols[:] = ar_bytes[0]  # exactly, not 1 / (1 / x)
+    allreduce = [AllReduceGroup(tuple(ms), float(b)) for ms, b in zip(members, vols, strict=True)]
+    ar_total = sum(len(g.members) * g.edge_bytes for g in allreduce)  # as Instance counts it
+    max_pairs = n * (n - 1)
+    count = max_pairs if mp_pattern == "dense" else (n if pairs is None else pairs)
+    if not 0 <= count <= max_pairs:
+        raise InstanceError(f"pairs: need 0..{max_pairs} distinct pairs for n = {n}, got {count}")
+    codes = np.arange(max_pairs) if count == max_pairs else np.sort(
+        rng.choice(max_pairs, size=count, replace=False))
+    src, dst = _pair_ends(codes, n)
+    weights = _reciprocal_uniform(rng, 1.0, MP_SPREAD, count)
+    mp = []
+    if mp_share > 0 and count:
+        scale = mp_share / (1.0 - mp_share) * ar_total / math.fsum(weights)  # fsum: exact
+        mp = [(int(a), int(b), float(w * scale)) for a, b, w in zip(src, dst, weights, strict=True)]
+    elif mp_share > 0:
+        raise InstanceError(f"pairs: an MP share of {mp_share} needs at least one pair")
+    params = {"n": n, "degree": degree, "gbps": gbps, "groups": len(members),
+              "group_size": len(members[0]), "ar_bytes": list(ar_bytes), "mp_share": mp_share,
+              "mp_pattern": mp_pattern, "pairs": count, "regular": regular}
+    return _finish("mixed", params, n=n, degree=degree, gbps=gbps, seed=seed, mp=mp,
+                   allreduce=[(g.members, g.bytes) for g in allreduce], regular=regular,
+                   compute_s=compute_s, latency_us=latency_us)
+
+
 FAMILIES: dict[str, Callable[..., Instance]] = {
     "uniform": uniform,
     "permutation": permutation,
     "shift": shift,
     "sparse": sparse,
     "dlrm": dlrm,
+    "mixed": mixed,
 }
 
 

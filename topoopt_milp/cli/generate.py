@@ -22,6 +22,12 @@ Families (volumes in bytes per training iteration):
   dlrm         AllReduce of --dense-bytes over all servers plus the embedding
                all-to-all of --tables tables on random servers, --emb-bytes per
                table and pair, seeded
+  mixed        AllReduce on coset sub-groups {r, r + n/g, ...} (--groups cosets
+               of n/groups members, or --group-size g; default two cosets of
+               n/2), each of a volume in --ar-bytes LOW HIGH (default 1.2e9
+               1.2e9), plus MP traffic scaled to exactly --mp-share of all
+               bytes (default 0.3): --mp-pattern dense (every pair, default)
+               or sparse (--pairs random pairs), seeded
 
 Options that do not apply to FAMILY are rejected. Same arguments, same seed:
 byte-identical file.
@@ -50,13 +56,20 @@ Example:
 @click.option("--bytes", "bytes_", type=float, default=None,
               help="uniform/permutation/shift: bytes per demand.")
 @click.option("--shift", type=int, default=None, help="shift: offset s (default 1).")
-@click.option("--pairs", type=int, default=None, help="sparse: number of MP pairs (default n).")
-@click.option("--groups", type=int, default=None, help="sparse: number of AllReduce groups (default 2).")
-@click.option("--group-size", type=int, default=None, help="sparse: members per AllReduce group.")
+@click.option("--pairs", type=int, default=None,
+              help="sparse, mixed --mp-pattern sparse: number of MP pairs (default n).")
+@click.option("--groups", type=int, default=None,
+              help="sparse, mixed: number of AllReduce groups (default 2).")
+@click.option("--group-size", type=int, default=None,
+              help="sparse, mixed: members per AllReduce group.")
 @click.option("--mp-bytes", type=(float, float), default=None, metavar="LOW HIGH",
               help="sparse: MP volume range (default 1e5 1e9).")
 @click.option("--ar-bytes", type=(float, float), default=None, metavar="LOW HIGH",
-              help="sparse: AllReduce volume range (default 1e7 1e10).")
+              help="sparse, mixed: AllReduce volume range (default 1e7 1e10; mixed 1.2e9 1.2e9).")
+@click.option("--mp-share", type=float, default=None,
+              help="mixed: MP bytes / all bytes, in [0, 1) (default 0.3).")
+@click.option("--mp-pattern", type=click.Choice(["dense", "sparse"]), default=None,
+              help="mixed: MP pairs, every ordered pair or --pairs random ones (default dense).")
 @click.option("--dense-bytes", type=float, default=None,
               help="dlrm: dense-gradient AllReduce bytes (default 1.2e9).")
 @click.option("--emb-bytes", type=float, default=None,
@@ -65,11 +78,12 @@ Example:
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
               help="Where to write the instance JSON.")
 def generate(family, n, degree, gbps, seed, regular, compute_s, latency_us, name, bytes_, shift, pairs,
-             groups, group_size, mp_bytes, ar_bytes, dense_bytes, emb_bytes, tables, out) -> None:
+             groups, group_size, mp_bytes, ar_bytes, mp_share, mp_pattern, dense_bytes, emb_bytes,
+             tables, out) -> None:
     given = {
         "seed": seed, "compute_s": compute_s, "latency_us": latency_us, "bytes": bytes_,
         "shift": shift, "pairs": pairs, "groups": groups, "group_size": group_size,
-        "mp_bytes": mp_bytes, "ar_bytes": ar_bytes,
+        "mp_bytes": mp_bytes, "ar_bytes": ar_bytes, "mp_share": mp_share, "mp_pattern": mp_pattern,
         "dense_bytes": dense_bytes, "emb_bytes": emb_bytes, "tables": tables,
     }
     options = {k: v for k, v in given.items() if v is not None}

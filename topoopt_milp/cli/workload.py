@@ -134,16 +134,22 @@ def _search_options(f):
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Directory for summary.json, trajectory.csv, strategy.json, instance.json, "
                    "solution.json.")
+@click.option("--instance-out", type=click.Path(dir_okay=False), default=None,
+              help="Write the final strategy's traffic as a library instance file (meta records "
+                   "the search and this command).")
+@click.option("--name", default=None,
+              help="Instance name for --instance-out and --out (default: the --instance-out file "
+                   "name without .json, else MODEL-nN-dD).")
 def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes, gpu, efficiency,
                time_limit, set_pairs, strategy, cost_nic, cost_transceiver, cost_switch_port,
-               cost_patch_port, fat_tree_tiers, fat_tree_gbps, out, **search):
+               cost_patch_port, fat_tree_tiers, fat_tree_gbps, out, instance_out, name, **search):
     """Co-optimize MODEL's parallelization strategy and the topology (Metropolis MCMC).
 
     Progress goes to stderr; the final strategy's iteration time is compared with the ideal
     switch, full-bisection and cost-equivalent Fat-trees and a random expander."""
     import sys
 
-    from ..cooptimize import CoOptConfig, summary, write_outputs
+    from ..cooptimize import CoOptConfig, final_instance, summary, write_outputs
     from ..cooptimize import cooptimize as run
     from ..workloads.fabrics import CostModel
     from ..workloads.strategy import parse_strategy
@@ -165,17 +171,63 @@ def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes,
 
         res = run(w, degree, gbps, start, cfg, progress)
     summ = summary(res, cost, fat_tree_gbps)
+    if name is None and instance_out:
+        name = Path(instance_out).stem
+    ctx = click.get_current_context()
+    # record the search as run: every knob of the configuration, given or default
+    ctx.params.update({k: getattr(cfg, k) for k in search})
+    provenance = {"start_strategy_spec": strategy,
+                  "command": _command_line(ctx, _NOT_IN_COMMAND)}
     if out:
-        write_outputs(res, out, summ)
+        write_outputs(res, out, summ, name, provenance)
+    if instance_out:
+        Path(instance_out).parent.mkdir(parents=True, exist_ok=True)
+        final_instance(res, name, provenance).save(instance_out)
     click.echo(f"{w.model.name} n={n} d={degree} B={gbps:g} Gbps, {method}, {budget} steps "
                f"({res.rebuilds} rebuilds, {res.runtime_s:.1f} s)")
     click.echo(f"  initial iteration time  {res.initial.iteration_s:.6g} s  ({start.summary(w.model)})")
     click.echo(f"  final iteration time    {res.final.iteration_s:.6g} s  "
                f"({res.final.strategy.summary(w.model)})")
-    for name, t in summ["baselines_s"].items():
-        click.echo(f"  {name:<26} {t:.6g} s")
+    for fabric, t in summ["baselines_s"].items():
+        click.echo(f"  {fabric:<26} {t:.6g} s")
     if out:
         click.echo(f"  -> {out}/")
+    if instance_out:
+        click.echo(f"  -> {instance_out}")
+
+
+# Options that do not change the co-optimized traffic (outputs, prices of the baselines) are
+# left out of the command recorded in the instance, so the file does not depend on its path.
+_NOT_IN_COMMAND = frozenset({"out", "instance_out", "cost_nic", "cost_transceiver",
+                             "cost_switch_port", "cost_patch_port", "fat_tree_tiers",
+                             "fat_tree_gbps"})
+
+
+def _command_line(ctx: click.Context, skip=frozenset()) -> str:
+    """The invoked command spelled out canonically: every argument and every option that has a
+    value (defaults included, so the record survives a change of defaults), in declaration
+    order, except those named in ``skip``."""
+    parts = ["topoopt-milp", ctx.info_name]  # the console script, however it was invoked
+    for p in ctx.command.params:
+        value = ctx.params.get(p.name)
+        if p.name in skip or value is None or value == ():
+            continue
+        if isinstance(value, tuple):  # a repeatable option: one flag per value
+            for v in value:
+                parts += [max(p.opts, key=len), str(v)]
+            continue
+        if isinstance(p, click.Argument):
+            parts.append(str(value))
+        elif getattr(p, "is_flag", False) and p.secondary_opts:
+            parts.append(p.opts[0] if value else p.secondary_opts[0])
+        elif getattr(p, "is_flag", False):
+            if value:
+                parts.append(p.opts[0])
+        else:
+            flag = max(p.opts, key=len)
+            text = f"{value:g}" if isinstance(value, float) and value.is_integer() else str(value)
+            parts += [flag, text]
+    return " ".join(parts)
 
 
 @main.command("cooptimize-table")
