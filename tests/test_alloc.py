@@ -181,9 +181,11 @@ def test_cpsat_time_limited_run_returns_incumbent_and_bound():
     inst = dlrm(8, 4, seed=0)
     res = checked(inst, registry.solve(inst, "alloc-cpsat", time_limit=1, cpsat_splits=2,
                                        cpsat_paths='two_hop'))
-    assert res.status in (Status.FEASIBLE, Status.OPTIMAL)
+    assert res.status is Status.FEASIBLE  # restricted: never "optimal"
     assert res.bound is not None and res.bound <= res.objective
-    assert res.scale is not None
+    # the limit covers warm start and model building too: either CP-SAT's own incumbent (with
+    # its integer scale) or, if its time ran out first, the warm start
+    assert res.scale is not None or "warm-start incumbent" in res.message
 
 
 @pytest.mark.parametrize("method", ["alloc-cpsat", "joint-milp"])

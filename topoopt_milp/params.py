@@ -20,6 +20,7 @@ adding one field to its class here; nothing else lists knobs.
 from __future__ import annotations
 
 import math
+import time
 import typing
 from dataclasses import MISSING, dataclass, field, fields, replace
 from types import NoneType, UnionType
@@ -33,6 +34,11 @@ if TYPE_CHECKING:  # a warm start is a result; results do not depend on paramete
 
 class ParamError(InputError):
     """A parameter is unknown or has an invalid value; the message names the key."""
+
+
+class DeadlineExceeded(Exception):
+    """The time limit ran out before the solver started (see
+    :meth:`SolveOptions.check_deadline`); the method returns its warm start instead."""
 
 
 def knob(default: Any, help: str, *, choices: tuple | None = None,
@@ -290,6 +296,7 @@ class SolveOptions:
     method: Params = field(default_factory=Params)
     warm_start: SolveResult | None = None
     export: str | None = None
+    deadline: float | None = None  # time.perf_counter() at which the time limit runs out
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
@@ -297,6 +304,25 @@ class SolveOptions:
 
     def with_(self, **changes: Any) -> SolveOptions:
         return replace(self, **changes)
+
+    def check_deadline(self) -> None:
+        """Raise :class:`DeadlineExceeded` when the time limit has run out (model builders
+        call this between their loops, so that building never runs far past the limit)."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise DeadlineExceeded(f"time limit of {self.solver.time_limit:g} s reached while "
+                                   "building the model")
+
+    def time_left(self) -> float | None:
+        """Seconds the solver may still use: the time limit minus what the solve has spent so
+        far (warm start, model building), never below a few milliseconds so that a solver
+        asked too late still hands back its incumbent; ``None`` without a time limit. The
+        time limit covers the whole solve (registry.solve sets ``deadline`` when it starts)."""
+        limit = self.solver.time_limit
+        if limit is None:
+            return None
+        if self.deadline is None:
+            return float(limit)
+        return max(0.005, min(float(limit), self.deadline - time.perf_counter()))
 
     def as_params(self) -> dict[str, Any]:
         """The flat parameter dictionary recorded in solution files and run keys."""

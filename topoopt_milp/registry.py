@@ -32,7 +32,7 @@ from typing import Any
 from . import params as P
 from .errors import InputError
 from .instance import Instance
-from .params import ParamError, SolveOptions, SolverParams
+from .params import DeadlineExceeded, ParamError, SolveOptions, SolverParams
 from .result import SolveResult
 
 log = logging.getLogger(__name__)
@@ -227,10 +227,14 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
     warm-start heuristic, none is given and ``auto_warm_start`` is on, the heuristic runs first
     and its runtime is added to the result's."""
     m = get(method)
+    started = time.perf_counter()
     if options is None:
         options = m.options(knobs, seed=seed, warm_start=warm_start, export=export)
     elif knobs:
         raise ParamError(f"{next(iter(knobs))}: give the knobs either in options or as keywords")
+    if options.deadline is None and options.solver.time_limit is not None:
+        # the time limit covers the whole solve: warm start, model building, solver, extraction
+        options = options.with_(deadline=started + options.solver.time_limit)
     warm_s = 0.0
     if options.warm_start is None and m.warm_start and options.solver.auto_warm_start:
         t0 = time.perf_counter()
@@ -242,7 +246,14 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
         else:
             options = options.with_(warm_start=start)
         warm_s = time.perf_counter() - t0
-    result = m.solve(instance, options).with_(method=m.name)
+    try:
+        result = m.solve(instance, options)
+    except DeadlineExceeded as exc:
+        from .formulations.certify import out_of_time
+
+        result = out_of_time(m.backend, instance, options, str(exc),
+                             time.perf_counter() - started - warm_s)
+    result = result.with_(method=m.name)
     if warm_s:
         result = result.with_(runtime_s=result.runtime_s + warm_s)
     return result

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from importlib import metadata
 
 from ortools.sat.python import cp_model
@@ -66,14 +67,17 @@ def solve_cpsat(
     sp = options.solver
     solver = cp_model.CpSolver()
     p = solver.parameters
-    if sp.time_limit is not None:
-        p.max_time_in_seconds = float(sp.time_limit)
+    if options.time_left() is not None:
+        p.max_time_in_seconds = options.time_left()
     p.num_workers = sp.threads
     p.random_seed = int(options.seed)
     if sp.mip_gap:
         p.relative_gap_limit = float(sp.mip_gap)
     p.log_search_progress = sp.solver_log
-    code = solver.Solve(model)
+    # Ctrl-C is handled here (StopSearch from the waiting main thread), not by CP-SAT's own
+    # SIGINT handler, which aborts the process when the search runs in a worker thread
+    p.catch_sigint_signal = False
+    code, interrupted = _solve_interruptible(solver, model)
     has_objective = model.HasObjective()
     status, message = _cpsat_status(code, solver, model, has_objective)
     objective = bound = None
@@ -92,8 +96,38 @@ def solve_cpsat(
         b = float(solver.BestObjectiveBound())
         bound = b if math.isfinite(b) else None
     outcome = BackendOutcome(status, objective, bound, float(solver.WallTime()), "cpsat",
-                             cpsat_version(), values, message)
+                             cpsat_version(), values, message, interrupted=interrupted)
     return outcome, solver
+
+
+def _solve_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel):
+    """``solver.Solve(model)`` in a worker thread, so that Ctrl-C (a KeyboardInterrupt in the
+    main thread, which waits) stops the search and the incumbent comes back; returns the
+    CP-SAT status code and whether the user interrupted it. The wait is on an Event, not on
+    ``Thread.join``: a join interrupted by KeyboardInterrupt can mark a running thread as
+    finished (CPython 3.11)."""
+    result: dict = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            result["code"] = solver.Solve(model)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            result["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, daemon=True).start()
+    interrupted = False
+    while not done.is_set():
+        try:
+            done.wait(0.1)
+        except KeyboardInterrupt:
+            interrupted = True
+            solver.StopSearch()
+    if "error" in result:
+        raise result["error"]
+    return result["code"], interrupted
 
 
 def _vars_by_name(model: cp_model.CpModel) -> dict[str, cp_model.IntVar]:

@@ -53,6 +53,7 @@ class BackendOutcome:
     version: str
     values: dict[str, float]
     message: str = ""
+    interrupted: bool = False  # stopped by the user (Ctrl-C): the incumbent, not a proof
 
 
 @dataclass
@@ -134,6 +135,7 @@ def solve_pulp(
     ``crossover`` (HiGHS, LPs only) and ``export`` (``.mps`` / ``.lp``, written before
     solving). ``warm_start`` maps variable names to values (a MIP start; partial starts are
     completed by the solver where it can)."""
+    options.check_deadline()
     if options.export:
         export_model(problem, options.export)
     if options.solver.solver == "highs":
@@ -281,8 +283,8 @@ def solve_matrix(
     sp = options.solver
     h = _new_highs()
     h.setOptionValue("output_flag", sp.solver_log)
-    if sp.time_limit is not None:
-        h.setOptionValue("time_limit", float(sp.time_limit))
+    if options.time_left() is not None:
+        h.setOptionValue("time_limit", options.time_left())
     h.setOptionValue("random_seed", int(options.seed))
     h.setOptionValue("mip_rel_gap", float(sp.mip_gap))
     if sp.threads > 1:
@@ -303,7 +305,8 @@ def solve_matrix(
             h.setSolution(len(idx), np.array(idx, dtype=np.int32), np.array(val, dtype=float))
 
     t0 = time.perf_counter()
-    h.run()
+    h.HandleKeyboardInterrupt = True  # Ctrl-C stops the solver; its incumbent comes back
+    h.solve()
     runtime = time.perf_counter() - t0
     ms = h.getModelStatus()
     info = h.getInfo()
@@ -323,11 +326,12 @@ def solve_matrix(
             # duality gap are within its tolerances (1e-7), so the objective is the bound.
             # (highspy 1.16's getDualObjectiveValue binding cannot return the value.)
             bound = objective
-    elif model.is_mip and ms == highspy.HighsModelStatus.kTimeLimit:
+    elif model.is_mip and ms in (highspy.HighsModelStatus.kTimeLimit,
+                                 highspy.HighsModelStatus.kInterrupt):
         b = float(info.mip_dual_bound)
         bound = b if math.isfinite(b) else None
     return BackendOutcome(status, objective, bound, runtime, "highs", highs_version(), values,
-                          message)
+                          message, interrupted=ms == highspy.HighsModelStatus.kInterrupt)
 
 
 def _highs_status(ms, has_solution: bool, h) -> tuple[Status, str]:
@@ -375,7 +379,7 @@ def _solve_cbc(
         solver = pulp.COIN_CMD(
             path=cbc_path(),
             msg=False,
-            timeLimit=sp.time_limit,
+            timeLimit=options.time_left(),
             threads=sp.threads if sp.threads > 1 else None,
             gapRel=sp.mip_gap if is_mip else None,
             warmStart=bool(warm_start),

@@ -119,13 +119,26 @@ def solve(instance_path, method, seed, topology_path, warm_start, export_path, f
     options = m.options(knobs, seed=seed, export=export_path,
                         warm_start=_load_result(warm_start, instance, "--warm-start"))
     t0 = time.perf_counter()
-    result = solve_checked(instance, method, options)
-    log.info("%s finished in %.3f s (own runtime %.3f s)", method, time.perf_counter() - t0,
-             result.runtime_s)
-    write_solution(out, result, instance)
+    result = None
+    try:
+        result = solve_checked(instance, method, options)
+        log.info("%s finished in %.3f s (own runtime %.3f s)", method, time.perf_counter() - t0,
+                 result.runtime_s)
+        write_solution(out, result, instance)
+    except KeyboardInterrupt:
+        # Ctrl-C outside the solver (model building, checking, writing): keep what exists
+        if result is None:
+            click.echo("interrupted before the solver finished: no solution written", err=True)
+        else:
+            write_solution(out, result, instance)
+            click.echo(f"interrupted: the solution was written to {out}", err=True)
+        raise SystemExit(130) from None
     click.echo(result.summary())
     if result.metrics:
         _print_metrics(result.metrics)
+    if result.info.get("interrupted"):
+        click.echo(f"interrupted: the incumbent was written to {out}", err=True)
+        raise SystemExit(130)
     if result.status is Status.ERROR:
         raise SystemExit(1)
 

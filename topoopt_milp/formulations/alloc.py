@@ -107,11 +107,14 @@ def link_vars_milp(prob, n: int, d: int, regular: bool, cap: int) -> dict[tuple[
     return x
 
 
-def flow_vars_milp(prob, n: int, x, demand: dict[int, dict[int, object]]):
+def flow_vars_milp(prob, n: int, x, demand: dict[int, dict[int, object]], tick=None):
     """Source-aggregated flows on the complete graph carrying ``demand[s][t]`` (expressions)
-    under the link capacities ``x``; returns ``f[s, i, j]``."""
+    under the link capacities ``x``; returns ``f[s, i, j]``. ``tick()`` is called once per
+    source (the deadline check of :meth:`SolveOptions.check_deadline`)."""
     f = {}
     for s, row in demand.items():
+        if tick is not None:
+            tick()
         for i, j in permutations(range(n), 2):
             if j != s:  # no flow ever needs to re-enter its source
                 f[s, i, j] = prob.add_variable(f"f_{s}_{i}_{j}", 0)
@@ -219,7 +222,7 @@ def build_milp(instance: Instance, options: SolveOptions):
             anchor, cls = chain
             for a, b in zip(cls, cls[1:], strict=False):
                 prob += x[anchor, a] >= x[anchor, b], f"sym_{a}_{b}"
-    f = flow_vars_milp(prob, n, x, demand)
+    f = flow_vars_milp(prob, n, x, demand, options.check_deadline)
     return prob, {"lam": lam, "x": x, "f": f, "demand": demand, "rings": ring_terms,
                   "mode": mode, "V": V, "D": D}
 

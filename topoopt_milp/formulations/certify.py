@@ -19,7 +19,10 @@ Every formulation (and every heuristic, through :func:`heuristic`) ends in :func
   nothing about the problem either: ``no_solution``;
 * **incumbent, never nothing** -- a solver stopped without a solution returns the ``fallback``
   incumbent (the warm start) when one is given, with status ``feasible`` and the solver's
-  bound when the bound's scope covers it.
+  bound when the bound's scope covers it; a communication-time result without a usable solver
+  bound reports the analytic lower bound (ideal switch / Moore), valid for every solution;
+* **interrupted** -- a solver stopped by the user (Ctrl-C) returns its incumbent with status
+  ``feasible`` and ``info["interrupted"]``.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..evaluate import arc_loads, congestion, objective_value
+from ..evaluate import arc_loads, congestion, lower_bound, objective_value
 from ..instance import Instance
 from ..params import SolveOptions
 from ..result import SolveResult, Status
@@ -69,6 +72,10 @@ def certify(
     ``comm_time``); ``fallback`` is the incumbent to return when the solver found none."""
     notes = [x for x in ([outcome.message] if outcome is not None else []) + list(notes) if x]
     status = Status.FEASIBLE if outcome is None else outcome.status
+    info = dict(info or {})
+    if outcome is not None and outcome.interrupted:
+        info["interrupted"] = True
+        notes.append("interrupted by the user: incumbent and bound so far")
     restricted = scope is not None and scope.restricted
     if routing is None or topology is None or not status.has_solution:
         if restricted and status is Status.INFEASIBLE:
@@ -93,6 +100,14 @@ def certify(
         notes.append(f"bound {bound:.9g} dropped: its scope ({scope.describe()}) does not "
                      "contain the returned solution")
         bound = None
+    if scope is not None and objective_kind == "comm_time":
+        # the analytic bound (ideal switch / Moore) is valid for every solution: a solver bound
+        # below it (or none, e.g. stopped early) gives way to it
+        analytic = min(lower_bound(instance), obj)
+        if bound is None or analytic > bound:
+            notes.append("bound: the analytic lower bound" + (
+                " (the solver gave none)" if bound is None else f" (above the solver's {bound:.6g})"))
+            bound = analytic
     scope_status = None
     if status is Status.OPTIMAL:
         status = _downgrade(instance, options, topology, routing, obj, bound, model_objective,
@@ -139,6 +154,24 @@ def _result(method, options, outcome, status, obj, bound, runtime, kind, scale, 
         scale=scale, message="; ".join(dict.fromkeys(notes)), scope=scope,
         scope_status=scope_status, info=dict(info or {}),
     )
+
+
+def out_of_time(backend: str, instance: Instance, options: SolveOptions, reason: str,
+                runtime: float) -> SolveResult:
+    """The result of a method whose time limit ran out before its solver started (model
+    building): the warm start's solution with status ``feasible`` and the analytic bound
+    (valid for every solution), or ``no_solution`` without a warm start."""
+    from ..backends.pulp_backend import BackendOutcome
+    from ..scope import ANALYTIC
+
+    outcome = BackendOutcome(Status.NO_SOLUTION, None, None, runtime, backend, "", {}, reason)
+    ws = options.warm_start
+    fallback = None
+    if ws is not None and ws.topology is not None and ws.routing is not None \
+            and ws.topology.n == instance.n:
+        fallback = (ws.topology, ws.routing)
+    return certify("?", instance, options, outcome, None, None, scope=ANALYTIC,
+                   runtime=runtime, fallback=fallback)
 
 
 def heuristic(method: str, instance: Instance, options: SolveOptions, topology: Topology,

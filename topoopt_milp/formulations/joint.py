@@ -165,7 +165,7 @@ def build_milp(instance: Instance, options: SolveOptions):
         root, a = ms[0], arcs[g, 0]
         prob += (pulp.lpSum(v * a[root, v] for v in ms if v != root)
                  <= pulp.lpSum(u * a[u, root] for u in ms if u != root)), "ring_direction"
-    f = flow_vars_milp(prob, n, x, demand)
+    f = flow_vars_milp(prob, n, x, demand, options.check_deadline)
     return prob, {"lam": lam, "x": x, "f": f, "arcs": arcs, "shares": shares, "demand": demand,
                   "V": V}
 

@@ -248,7 +248,7 @@ def fix_unit_jump(n: int, cands: list[int], mode: str, objective: str, W: np.nda
 
 
 # -- reach model --------------------------------------------------------------------------------
-def build_reach_milp(n, d, regular, cands, H, objective, wsym, m_max, fix_one=False):
+def build_reach_milp(n, d, regular, cands, H, objective, wsym, m_max, fix_one=False, tick=None):
     """PuLP reach model (module docstring); returns ``(problem, y, r)``."""
     prob = pulp.LpProblem("select_reach", pulp.LpMinimize)
     y = {p: prob.add_variable(f"y_{p}", cat=pulp.LpBinary) for p in cands}
@@ -259,6 +259,8 @@ def build_reach_milp(n, d, regular, cands, H, objective, wsym, m_max, fix_one=Fa
     reps = range(n // 2 + 1)
     r = [{v: (1 if v == 0 else 0) for v in reps}]
     for h in range(1, H + 1):
+        if tick is not None:
+            tick()
         layer = {0: 1}
         for v in reps[1:]:
             layer[v] = prob.add_variable(f"r_{h}_{v}", cat=pulp.LpBinary)
@@ -298,7 +300,8 @@ def build_reach_milp(n, d, regular, cands, H, objective, wsym, m_max, fix_one=Fa
     return prob, y, r
 
 
-def build_reach_cpsat(n, d, regular, cands, H, objective, wunits, m_max, fix_one=False):
+def build_reach_cpsat(n, d, regular, cands, H, objective, wunits, m_max, fix_one=False,
+                      tick=None):
     """CP-SAT reach model (same constraints as :func:`build_reach_milp`, Boolean ``q``)."""
     m = cp_model.CpModel()
     y = {p: m.NewBoolVar(f"y_{p}") for p in cands}
@@ -309,6 +312,8 @@ def build_reach_cpsat(n, d, regular, cands, H, objective, wunits, m_max, fix_one
     reps = range(n // 2 + 1)
     r = [{v: (1 if v == 0 else 0) for v in reps}]
     for h in range(1, H + 1):
+        if tick is not None:
+            tick()
         layer = {0: 1}
         for v in reps[1:]:
             layer[v] = m.NewBoolVar(f"r_{h}_{v}")
@@ -377,12 +382,14 @@ def _solve(instance: Instance, options: SolveOptions, backend: str) -> SolveResu
     exact = True
     if backend == "milp":
         wn = wsym / total if total > 0 else wsym
-        prob, _, _ = build_reach_milp(n, d, regular, cands, H, objective, wn, m_max, fix_one)
+        prob, _, _ = build_reach_milp(n, d, regular, cands, H, objective, wn, m_max, fix_one,
+                                      options.check_deadline)
         out = solve_pulp(prob, options, hint)
         to_obj = 1.0 if objective == "diameter" else total
     else:
         units, scale, exact = _exact.integer_units(wsym, 10**6)
-        model, y, _ = build_reach_cpsat(n, d, regular, cands, H, objective, units, m_max, fix_one)
+        model, y, _ = build_reach_cpsat(n, d, regular, cands, H, objective, units, m_max,
+                                        fix_one, options.check_deadline)
         out, _ = _run_cpsat(model, options, {y[p]: float(p in inc) for p in cands} if inc else None)
         to_obj = 1.0 if objective == "diameter" else scale
     runtime = time.perf_counter() - t0

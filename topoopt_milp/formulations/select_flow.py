@@ -128,7 +128,7 @@ def choice_symmetric(instance: Instance, chosen) -> bool:
                for g, _, _ in chosen)
 
 
-def build_flow_milp(n, d, regular, cands, w, sources, symmetric, chosen=()):
+def build_flow_milp(n, d, regular, cands, w, sources, symmetric, chosen=(), tick=None):
     """PuLP max-concurrent-flow model with switchable rings; ``w[s][t]`` in units ``V``.
 
     ``chosen``: ``(group, edge volume in units V, candidate orders)`` per group whose ring split
@@ -151,6 +151,8 @@ def build_flow_milp(n, d, regular, cands, w, sources, symmetric, chosen=()):
     f = {(s, i, c): prob.add_variable(f"f_{s}_{i}_{c}", 0) for s in sources for i in range(n)
          for c, _ in coins}
     for s in sources:
+        if tick is not None:
+            tick()
         row = demand[s]
         for v in range(n):
             out = pulp.lpSum(f[s, v, c] for c, _ in coins)
@@ -167,7 +169,7 @@ def build_flow_milp(n, d, regular, cands, w, sources, symmetric, chosen=()):
     return prob, y, lam, f, taus, demand
 
 
-def build_flow_cpsat(n, d, regular, cands, units, sources, symmetric):
+def build_flow_cpsat(n, d, regular, cands, units, sources, symmetric, tick=None):
     """CP-SAT integer version: minimise the largest arc load ``U`` (integer units)."""
     m = cp_model.CpModel()
     y = {p: m.NewBoolVar(f"y_{p}") for p in cands}
@@ -182,6 +184,8 @@ def build_flow_cpsat(n, d, regular, cands, units, sources, symmetric):
     f = {(s, i, c): m.NewIntVar(0, int(units[s].sum()), f"f_{s}_{i}_{c}") for s in sources
          for i in range(n) for c, _ in coins}
     for s in sources:
+        if tick is not None:
+            tick()
         for v in range(n):
             out = sum(f[s, v, c] for c, _ in coins)
             inn = sum(f[s, (v - c) % n, c] for c, _ in coins)
@@ -258,7 +262,8 @@ def solve_flow(instance: Instance, options: SolveOptions, backend: str, method: 
     if backend == "milp":
         chosen_units = [(g, vol / V, orders) for g, vol, orders in chosen]
         prob, y, lam, f, taus, demand = build_flow_milp(n, d, regular, cands, w, sources,
-                                                        symmetric, chosen_units)
+                                                        symmetric, chosen_units,
+                                                        options.check_deadline)
         hint = {f"y_{p}": float(p in warm) for p in cands} if warm else None
         out = solve_pulp(prob, options, hint)
         runtime = time.perf_counter() - t0
@@ -283,7 +288,8 @@ def solve_flow(instance: Instance, options: SolveOptions, backend: str, method: 
     units, scale, exact = _exact.integer_units(D, 10**4)
     res = options.method.flow_resolution
     units, scale = units * res, scale / res
-    model, y, U, f = build_flow_cpsat(n, d, regular, cands, units, sources, symmetric)
+    model, y, U, f = build_flow_cpsat(n, d, regular, cands, units, sources, symmetric,
+                                      options.check_deadline)
     out, solver = _run_cpsat(model, options, {y[p]: float(p in warm) for p in cands} if warm else None)
     runtime = time.perf_counter() - t0
     topo = routing = None
