@@ -206,3 +206,20 @@ def test_every_method_every_command_no_negative_gap(mixed_store):
                           "joint-cpsat,select-milp,select-cpsat", "--time-limit", "10",
                           "--format", "json"))
     _assert_no_negative_gap(pd.DataFrame(cmp), "compare")
+
+
+# -- topology vs routing (issue 11): LP routing on a heuristic's own topology and rings ---------
+@pytest.mark.parametrize("name", ["totientperms", "topologyfinder", "expander", "demand-greedy"])
+@pytest.mark.parametrize("path", [DLRM8, LIBRARY / "mixed" / "mixed-n16-d4-g4-mp30.json"])
+def test_lp_routing_is_never_worse_than_the_heuristics_own(name, path):
+    inst = Instance.load(path)
+    own = solve_checked(inst, name)
+    lp = solve_checked(inst, f"{name}-lp")
+    assert not own.violations and not lp.violations
+    assert (lp.topology.links == own.topology.links).all()  # the heuristic's own topology
+    assert lp.routing.rings == own.routing.rings  # ... and its own ring orders and shares
+    assert lp.objective <= own.objective * (1 + 1e-7)
+    # the route LP's optimum bounds the heuristic's routing on that topology: its scope is
+    # the fixed topology and rings, which contain the heuristic's own solution
+    assert lp.scope.topology == "fixed" and lp.scope.covers(own.features)
+    assert lp.bound == pytest.approx(lp.objective, rel=1e-6)
