@@ -25,7 +25,11 @@ def _default_library() -> Path:
 @click.option("--jobs", "-j", type=int, default=1, show_default=True,
               help="Runs in parallel (each run is its own process).")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
-def reproduce(quick, library, out, jobs, no_progress) -> None:
+@click.option("--bound-methods", default=None,
+              help="Only these exact methods (comma-separated) give bounds in the tables.")
+@click.option("--no-analytic", is_flag=True,
+              help="Do not use the analytic lower bound (ideal switch / Moore) as a bound.")
+def reproduce(quick, library, out, jobs, no_progress, bound_methods, no_analytic) -> None:
     """Regenerate the results: every (instance, method, seed) of the plan in
     topoopt_milp/bench/reproduce.py, stored in OUT/runs.sqlite (re-running resumes), then
     gap tables (md, LaTeX, csv), the family summary, figures and reference values (the full
@@ -33,6 +37,7 @@ def reproduce(quick, library, out, jobs, no_progress) -> None:
     from ..bench.reproduce import run_plan, write_outputs
     from ..bench.store import load_runs
     from ..bench.tables import family_table, render
+    from .bench import _bound_kw
 
     library = library or _default_library()
     if not library.is_dir():
@@ -40,7 +45,8 @@ def reproduce(quick, library, out, jobs, no_progress) -> None:
     out = out or (library.parent / "results" / ("quick" if quick else ""))
     store = run_plan(library, out, quick, jobs=jobs, progress=not no_progress)
     # Only the full plan covers every library instance, so only it refreshes reference.csv.
-    written = write_outputs(store, out, library=None if quick else library)
-    summary = family_table(load_runs(store))
+    bound_kw = _bound_kw(bound_methods, no_analytic)
+    written = write_outputs(store, out, library=None if quick else library, **bound_kw)
+    summary = family_table(load_runs(store), **bound_kw)
     click.echo(render(summary, "md"))
     click.echo(f"wrote {len(written)} files under {out} (runs: {store})")
