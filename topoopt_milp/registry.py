@@ -62,6 +62,8 @@ METHODS: dict[str, Method] = {
                "choose d/2 ring jumps: CP-SAT"),
         Method("alloc-milp", "alloc", "milp", ".formulations.alloc:solve_milp",
                "integer link matrix under the port budget with routing: MILP"),
+        Method("alloc-benders", "alloc", "milp", ".formulations.alloc_benders:solve",
+               "alloc-milp's problem by metric-inequality (Benders) decomposition: MILP master"),
         Method("alloc-cpsat", "alloc", "cpsat", ".formulations.alloc:solve_cpsat",
                "integer link matrix under the port budget with path choice: CP-SAT"),
         Method("route-milp", "route", "milp", ".formulations.route:solve_milp",

@@ -201,7 +201,7 @@ def matrix_to_pulp(model: MatrixModel, name: str = "model") -> pulp.LpProblem:
 _BANNER_SHOWN = False
 
 
-def _new_highs() -> highspy.Highs:
+def new_highs() -> highspy.Highs:
     """A Highs instance without its start-up banner on stdout.
 
     HiGHS prints its copyright banner from C++ on the first construction in a process, before
@@ -227,33 +227,9 @@ def highs_version() -> str:
     return metadata.version("highspy")
 
 
-def solve_matrix(
-    model: MatrixModel, options: SolveOptions, warm_start: dict[str, float] | None = None
-) -> BackendOutcome:
-    """Solve an array model with HiGHS; read status, objective and dual bound from HiGHS.
-
-    For a MIP the bound is HiGHS's ``mip_dual_bound``; for an LP solved to optimality it is the
-    objective itself (optimal within HiGHS's 1e-7 tolerances), otherwise ``None``."""
-    h = _new_highs()
-    h.setOptionValue("output_flag", bool(options.extra.get("solver_log", False)))
-    if options.time_limit is not None:
-        h.setOptionValue("time_limit", float(options.time_limit))
-    h.setOptionValue("random_seed", int(options.seed))
-    h.setOptionValue("mip_rel_gap", float(options.mip_gap))
-    if options.threads and options.threads > 1:
-        h.setOptionValue("threads", int(options.threads))
-    if not model.is_mip:
-        algo = LP_ALGORITHMS.get(options.lp_algorithm)
-        if algo is None:
-            raise ValueError(f"lp_algorithm: unknown {options.lp_algorithm!r} "
-                             f"(known: {', '.join(LP_ALGORITHMS)})")
-        h.setOptionValue("solver", algo)
-        if options.extra.get("crossover") in ("off", "on"):
-            h.setOptionValue("run_crossover", options.extra["crossover"])
-    # escape hatch for tuning: any HiGHS option by name, e.g. {"solver": "hipo"}
-    for key, val in dict(options.extra.get("highs_options", {})).items():
-        h.setOptionValue(str(key), val)
-
+def highs_lp(model: MatrixModel) -> highspy.HighsLp:
+    """The :class:`highspy.HighsLp` of an array model (for callers that drive HiGHS directly,
+    e.g. to read row duals or to add rows between MIP solves)."""
     lp = highspy.HighsLp()
     lp.num_col_ = len(model.cost)
     lp.num_row_ = len(model.row_lower)
@@ -277,7 +253,37 @@ def solve_matrix(
             highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
             for b in model.integer
         ]
-    h.passModel(lp)
+    return lp
+
+
+def solve_matrix(
+    model: MatrixModel, options: SolveOptions, warm_start: dict[str, float] | None = None
+) -> BackendOutcome:
+    """Solve an array model with HiGHS; read status, objective and dual bound from HiGHS.
+
+    For a MIP the bound is HiGHS's ``mip_dual_bound``; for an LP solved to optimality it is the
+    objective itself (optimal within HiGHS's 1e-7 tolerances), otherwise ``None``."""
+    h = new_highs()
+    h.setOptionValue("output_flag", bool(options.extra.get("solver_log", False)))
+    if options.time_limit is not None:
+        h.setOptionValue("time_limit", float(options.time_limit))
+    h.setOptionValue("random_seed", int(options.seed))
+    h.setOptionValue("mip_rel_gap", float(options.mip_gap))
+    if options.threads and options.threads > 1:
+        h.setOptionValue("threads", int(options.threads))
+    if not model.is_mip:
+        algo = LP_ALGORITHMS.get(options.lp_algorithm)
+        if algo is None:
+            raise ValueError(f"lp_algorithm: unknown {options.lp_algorithm!r} "
+                             f"(known: {', '.join(LP_ALGORITHMS)})")
+        h.setOptionValue("solver", algo)
+        if options.extra.get("crossover") in ("off", "on"):
+            h.setOptionValue("run_crossover", options.extra["crossover"])
+    # escape hatch for tuning: any HiGHS option by name, e.g. {"solver": "hipo"}
+    for key, val in dict(options.extra.get("highs_options", {})).items():
+        h.setOptionValue(str(key), val)
+
+    h.passModel(highs_lp(model))
     if options.export:
         if not options.export.endswith((".mps", ".lp")):
             raise ValueError(f"export: {options.export!r} must end with .mps or .lp")

@@ -1,0 +1,737 @@
+"""alloc-benders: the alloc-milp problem solved by metric-inequality (Benders) decomposition.
+
+Problem (that of :mod:`.alloc` in throughput form, ``rings = "choose"``): an integer symmetric
+link matrix ``x`` under the port budget (``sum_j x_ij = d``, ``<= d`` if not regular,
+``x_ij <= cap``), AllReduce rings split freely over the TotientPerms candidate orders
+(``tau_c = lambda sigma_c``, ``sum_c tau_c = lambda``), fractional routing; maximise the
+demand multiplier ``lambda`` (``T_comm = V / (B lambda)``). The demand is linear in
+``(lambda, tau)``::
+
+    D_st(lambda, tau) = lambda M_st + sum_{g, c} e_g tau_gc [s -> t is an edge of order c]
+
+Metric inequalities (Japanese theorem). For fixed capacities ``x``, ``D`` is routable iff for
+every length function ``mu >= 0`` on the arcs of the complete digraph::
+
+    sum_{i<j} (mu_ij + mu_ji) x_ij  >=  sum_{s,t} dist_mu(s, t) D_st(lambda, tau)        (MI)
+
+Any set of (MI) is therefore a valid relaxation. Replacing ``mu`` by its shortest-path closure
+``dist_mu`` never weakens a cut (left side down, right side unchanged), so every cut here is
+written with a metric ``ell = dist_mu`` on all ordered pairs.
+
+Master (a MILP over ``x``, adjacency ``y``, ``lambda``, ``tau`` and the hop variables ``z, w``):
+
+* port budget, ``y_ij <= x_ij <= cap y_ij`` (``y`` binary), ring shares;
+* **two-hop counting** (valid inequalities that see the integrality of ``x``): let ``z_st`` be
+  the part of commodity ``s -> t`` routed on the direct arc. Then ``z_st <= D_st``,
+  ``z_st <= x_st`` (arc capacity) and ``z_st = 0`` unless ``y_st = 1``; every other unit needs
+  at least two hops, and all loads fit in the total capacity ``2 sum x``::
+
+      sum_{s,t} (2 D_st - z_st)  <=  2 sum_{i<j} x_ij
+
+  The adjacency is linked through ``w_st = lambda y_st`` (exact at integer ``y``):
+  ``z_st <= M_st w_st + R_st y_st`` (``R_st`` the largest ring volume an edge ``s -> t`` can
+  carry, ``tau <= lambda <= 1``), ``w_st <= y_st``, ``w_st <= lambda``, and, since a node has at
+  most ``d`` neighbours, ``sum_t w_st <= d lambda`` and ``sum_s w_st <= d lambda``;
+* **cut-set inequalities** (the MI with ``ell = 1`` on the arcs leaving ``S``) for every pair
+  ``S = {s, t}`` and every AllReduce group's member set and its complement, in both directions,
+  and their **integer rounding** in the improving region ``lambda >= lambda_L`` (``lambda_L``
+  the incumbent): the crossing demand is at least ``lambda_L (a_S + sum_g min_c b_gcS)``
+  (``a_S`` MP bytes, ``b_gcS`` ring bytes of order ``c`` crossing ``S``, ``sum_c tau = lambda``),
+  and the left side is an integer, so ``x(delta^+(S)) >= ceil(lambda_L (a_S + ...))``. Only
+  solutions better than the incumbent matter for optimality, so the master may be restricted to
+  ``lambda >= lambda_L``; its optimum is then still an upper bound on the optimum;
+* **symmetry breaking** only where valid for the chosen-ring problem: nodes whose transposition
+  maps the MP matrix and every group's set of candidate orders onto itself are interchangeable
+  (all permutations of a class are then automorphisms), and the chain
+  ``x[k0, q_1] >= x[k0, q_2] >= ...`` of :func:`.alloc.symmetry_chain` is added for the largest
+  class. (Ring orders are not symmetric under most transpositions, so the chain of the given-ring
+  model is *not* valid here in general.)
+
+Separation. For a master solution's ``x`` the route LP with free ring split gives
+``lambda_max(x)`` (an incumbent: the topology ``x`` with that routing is feasible) and, from
+its capacity duals ``mu``, the metric cut (MI) with ``ell = dist_mu``. By LP duality that cut
+is violated by every ``(x, lambda, tau)`` with ``lambda > lambda_max(x)``. A disconnected ``x``
+gets the cut-set inequality of a component instead.
+
+Loop. highspy 1.16 exposes MIP callbacks (``cbMipImprovingSolution``, ``cbMipInterrupt``) but
+its callback input can only interrupt or inject a solution: it cannot add rows, so lazy
+constraints are not available. The master is therefore re-solved: during a solve every
+improving master solution is separated at once; after ``extra["cuts_per_round"]`` violated cuts
+the solve is interrupted, the cuts are added to the same HiGHS model and it is re-run with the
+incumbent as MIP start. Every master solve (finished or interrupted) yields a valid upper bound
+on ``lambda`` (its dual bound, at least ``lambda_L``); the bound reported is the smallest. The
+run is optimal when the bound meets the incumbent within ``mip_gap``.
+
+Scope of the bound: that of alloc-milp (DESIGN.md section 10, scope 1 with the TotientPerms
+orders and free split).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import highspy
+import numpy as np
+from scipy.sparse import coo_matrix, csr_matrix
+from scipy.sparse.csgraph import connected_components, shortest_path
+
+from ..backends.pulp_backend import BackendOutcome, MatrixModel, highs_lp, highs_version, new_highs
+from ..instance import Instance
+from ..result import SolveOptions, SolveResult, Status
+from ..topology import Ring, Topology
+from . import _exact
+from .alloc import interchangeable_classes
+from .flow_paths import decompose_flow
+
+log = logging.getLogger(__name__)
+
+INF = math.inf
+FEAS_TOL = 1e-6  # relative: a master lambda within this of lambda_max(x) is feasible
+
+
+# -- the problem in model units -------------------------------------------------------------
+@dataclass(frozen=True)
+class Problem:
+    """alloc-milp's problem in volume units ``V`` (one link = capacity 1 per direction).
+
+    ``groups[k] = (instance group index, edge volume e_g, candidate orders)``."""
+
+    n: int
+    d: int
+    cap: int
+    regular: bool
+    M: np.ndarray
+    groups: tuple[tuple[int, float, tuple[tuple[int, ...], ...]], ...]
+    sec_per_unit: float
+
+    @property
+    def num_tau(self) -> int:
+        return sum(len(orders) for _, _, orders in self.groups)
+
+    def tau_slices(self) -> list[slice]:
+        out, k = [], 0
+        for _, _, orders in self.groups:
+            out.append(slice(k, k + len(orders)))
+            k += len(orders)
+        return out
+
+    def demand_basis(self) -> np.ndarray:
+        """``(1 + T) x n x n``: ``D = lambda B[0] + sum_j tau_j B[1 + j]``."""
+        B = np.zeros((1 + self.num_tau, self.n, self.n))
+        B[0] = self.M
+        j = 1
+        for _, e, orders in self.groups:
+            for order in orders:
+                k = len(order)
+                for i in range(k):
+                    B[j, order[i], order[(i + 1) % k]] += e
+                j += 1
+        return B
+
+
+def problem_of(instance: Instance, cap: int | None = None) -> Problem:
+    V = _exact.volume_unit(instance)
+    groups = tuple((g, grp.edge_bytes / V, tuple(_exact.totient_orders(grp.members)))
+                   for g, grp in enumerate(instance.allreduce) if grp.edge_bytes > 0)
+    return Problem(instance.n, instance.degree, instance.degree if cap is None else int(cap),
+                   instance.regular, instance.mp_matrix() / V, groups,
+                   _exact.seconds_per_unit(instance))
+
+
+# -- separation: the route LP with free ring split on a fixed topology ----------------------
+@dataclass
+class RouteEval:
+    """``lambda_max(x)`` with its ring split ``tau``, the per-source arc flows and the metric
+    ``dist`` (shortest-path closure of the capacity duals; ``None`` if disconnected)."""
+
+    lam: float
+    tau: np.ndarray
+    arcs: np.ndarray
+    sources: np.ndarray
+    flows: np.ndarray
+    dist: np.ndarray | None
+    component: np.ndarray | None = None  # node mask of a component, when disconnected
+
+
+def max_lambda(P: Problem, L: np.ndarray, basis: np.ndarray | None = None) -> RouteEval:
+    """Solve ``max lambda`` s.t. source-aggregated flows carry ``D(lambda, tau)`` within the
+    capacities ``L`` (present arcs only), ``sum_c tau_gc = lambda``, ``lambda <= 1``."""
+    n = P.n
+    B = P.demand_basis() if basis is None else basis
+    support = B.sum(axis=0) > 0
+    u, v = np.nonzero(L)
+    arcs = np.stack([u, v], axis=1)
+    ncomp, label = connected_components(csr_matrix(L > 0), directed=False)
+    if ncomp > 1:
+        for c in range(ncomp):
+            mask = label == c
+            if support[np.ix_(mask, ~mask)].any():
+                return RouteEval(0.0, np.zeros(P.num_tau), arcs, np.array([], int),
+                                 np.zeros((0, len(arcs))), None, mask)
+    sources = np.flatnonzero(support.any(axis=1))
+    K, m, T = len(sources), len(arcs), P.num_tau
+    nf = K * m
+    lam_col, tau0 = nf, nf + 1
+    ncol = nf + 1 + T
+    rows, cols, vals = [], [], []
+    # conservation: in - out - D_sv(lambda, tau) = 0 for v != s (row k * n + v)
+    col = np.arange(nf)
+    kk = np.repeat(np.arange(K), m)
+    aa = np.tile(np.arange(m), K)
+    rows += [kk * n + arcs[aa, 1], kk * n + arcs[aa, 0]]
+    cols += [col, col]
+    vals += [np.ones(nf), -np.ones(nf)]
+    for j in range(1 + T):
+        sub = B[j][sources]
+        k_idx, v_idx = np.nonzero(sub)
+        keep = sources[k_idx] != v_idx
+        rows.append(k_idx[keep] * n + v_idx[keep])
+        cols.append(np.full(keep.sum(), lam_col if j == 0 else tau0 + j - 1))
+        vals.append(-sub[k_idx[keep], v_idx[keep]])
+    nrow = K * n
+    lo = np.zeros(nrow)
+    up = np.zeros(nrow)
+    src_rows = np.arange(K) * n + sources
+    lo[src_rows], up[src_rows] = -INF, INF
+    # capacity rows: sum_k f[k, a] <= L_a
+    rows.append(nrow + aa)
+    cols.append(col)
+    vals.append(np.ones(nf))
+    cap_row0 = nrow
+    nrow += m
+    lo = np.concatenate([lo, np.full(m, -INF)])
+    up = np.concatenate([up, L[u, v].astype(float)])
+    for sl in P.tau_slices():
+        idx = np.arange(sl.start, sl.stop)
+        rows += [np.full(len(idx) + 1, nrow)]
+        cols += [np.concatenate([tau0 + idx, [lam_col]])]
+        vals += [np.concatenate([np.ones(len(idx)), [-1.0]])]
+        nrow += 1
+        lo, up = np.append(lo, 0.0), np.append(up, 0.0)
+    A = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                   shape=(nrow, ncol)).tocsc()
+    cost = np.zeros(ncol)
+    cost[lam_col] = 1.0
+    col_up = np.full(ncol, INF)
+    col_up[lam_col] = 1.0
+    model = MatrixModel(A, cost, np.zeros(ncol), col_up, lo, up, np.zeros(ncol, bool),
+                        [], maximize=True)
+    h = new_highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("solver", "simplex")  # vertex duals: a clean metric
+    h.passModel(highs_lp(model))
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"route LP: {h.modelStatusToString(h.getModelStatus())}")
+    sol = h.getSolution()
+    x = np.asarray(sol.col_value)
+    mu = np.abs(np.asarray(sol.row_dual)[cap_row0:cap_row0 + m])
+    return RouteEval(float(x[lam_col]), x[tau0:], arcs, sources, x[:nf].reshape(K, m),
+                     metric_closure(n, arcs, mu))
+
+
+def metric_closure(n: int, arcs: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """All-pairs shortest distances under arc lengths ``mu`` (a tiny floor keeps zero-length
+    arcs as edges of the sparse graph; any ``mu >= 0`` gives a valid cut)."""
+    W = csr_matrix((np.maximum(mu, 1e-9 * max(1.0, float(mu.max(initial=0.0)))),
+                    (arcs[:, 0], arcs[:, 1])), shape=(n, n))
+    return shortest_path(W, method="D", directed=True)
+
+
+# -- the master ---------------------------------------------------------------------------
+@dataclass
+class Layout:
+    """Column indices of the master: x, y (pairs i < j), lambda, tau, z, w (n x n grids)."""
+
+    n: int
+    num_tau: int
+    pair: np.ndarray = field(init=False)  # pair[i, j] = pair index (symmetric, -1 diagonal)
+    pairs: list[tuple[int, int]] = field(init=False)
+
+    def __post_init__(self):
+        self.pairs = list(combinations(range(self.n), 2))
+        self.pair = np.full((self.n, self.n), -1)
+        for p, (i, j) in enumerate(self.pairs):
+            self.pair[i, j] = self.pair[j, i] = p
+
+    @property
+    def P(self) -> int:
+        return len(self.pairs)
+
+    def x(self, p):
+        return p
+
+    def y(self, p):
+        return self.P + p
+
+    @property
+    def lam(self) -> int:
+        return 2 * self.P
+
+    @property
+    def tau0(self) -> int:
+        return 2 * self.P + 1
+
+    def z(self, s, t):
+        return self.tau0 + self.num_tau + s * self.n + t
+
+    def w(self, s, t):
+        return self.tau0 + self.num_tau + self.n * self.n + s * self.n + t
+
+    @property
+    def ncol(self) -> int:
+        return self.tau0 + self.num_tau + 2 * self.n * self.n
+
+
+class Rows:
+    """Accumulates sparse rows ``lo <= a x <= up``."""
+
+    def __init__(self):
+        self.r, self.c, self.v, self.lo, self.up = [], [], [], [], []
+
+    def add(self, idx: Sequence[int], val: Sequence[float], lo: float, up: float) -> int:
+        k = len(self.lo)
+        self.r.extend([k] * len(idx))
+        self.c.extend(int(i) for i in idx)
+        self.v.extend(float(a) for a in val)
+        self.lo.append(lo)
+        self.up.append(up)
+        return k
+
+
+def _demand_terms(lay: Layout, B: np.ndarray, s: int, t: int, scale: float = 1.0):
+    """Columns and coefficients of ``scale * D_st(lambda, tau)``."""
+    idx, val = [], []
+    for j in range(B.shape[0]):
+        if B[j, s, t]:
+            idx.append(lay.lam if j == 0 else lay.tau0 + j - 1)
+            val.append(scale * B[j, s, t])
+    return idx, val
+
+
+def metric_cut(P: Problem, lay: Layout, B: np.ndarray, ell: np.ndarray):
+    """(MI) for the metric ``ell`` as ``(idx, val)`` of ``cut >= 0``, scaled to max |coef| 1."""
+    coef = np.zeros(lay.ncol)
+    for p, (i, j) in enumerate(lay.pairs):
+        coef[lay.x(p)] = ell[i, j] + ell[j, i]
+    coef[lay.lam] = -float((B[0] * ell).sum())
+    for j in range(P.num_tau):
+        coef[lay.tau0 + j] = -float((B[1 + j] * ell).sum())
+    nz = np.flatnonzero(np.abs(coef) > 1e-12 * np.abs(coef).max())
+    return nz, coef[nz] / np.abs(coef[nz]).max()
+
+
+def cut_sets(P: Problem) -> list[np.ndarray]:
+    """Node sets whose cut-set inequalities start the master: every pair, every group's member
+    set and its complement."""
+    n = P.n
+    sets = []
+    for i, j in combinations(range(n), 2):
+        m = np.zeros(n, bool)
+        m[[i, j]] = True
+        sets.append(m)
+    for _, _, orders in P.groups:
+        m = np.zeros(n, bool)
+        m[list(orders[0])] = True
+        if 2 < m.sum() < n - 1:
+            sets += [m, ~m]
+    return sets
+
+
+def cutset_terms(P: Problem, lay: Layout, B: np.ndarray, S: np.ndarray):
+    """For arcs leaving ``S``: the x columns, the demand crossing per basis term, and the
+    least crossing per unit ``lambda`` (``a_S + sum_g min_c b_gcS``)."""
+    out = np.flatnonzero(S)
+    inn = np.flatnonzero(~S)
+    xs = [lay.x(lay.pair[i, j]) for i in out for j in inn]
+    cross = B[:, S][:, :, ~S].sum(axis=(1, 2))
+    least = cross[0]
+    for sl in P.tau_slices():
+        least += cross[1 + sl.start:1 + sl.stop].min()
+    return xs, cross, least
+
+
+def ring_symmetry_classes(P: Problem) -> list[list[int]]:
+    """Classes of nodes whose transposition maps ``M`` and every group's set of candidate ring
+    orders (as sets of directed edges) onto itself (see module docstring)."""
+    tol = 1e-9 * max(1.0, float(np.abs(P.M).max(initial=0.0)))
+    edge_sets = [{frozenset((o[i], o[(i + 1) % len(o)]) for i in range(len(o))) for o in orders}
+                 for _, _, orders in P.groups]
+    cand = interchangeable_classes(P.M)
+
+    def swaps_ok(u, v):
+        perm = np.arange(P.n)
+        perm[[u, v]] = [v, u]
+        if np.abs(P.M[np.ix_(perm, perm)] - P.M).max() > tol:
+            return False
+        return all({frozenset((perm[a], perm[b]) for a, b in es) for es in sets} == sets
+                   for sets in edge_sets)
+
+    classes: list[list[int]] = []
+    for cls in cand:
+        sub: list[list[int]] = []
+        for v in cls:
+            for c in sub:
+                if swaps_ok(c[0], v):
+                    c.append(v)
+                    break
+            else:
+                sub.append([v])
+        classes += sub
+    return classes
+
+
+def symmetry_rows(P: Problem, lay: Layout) -> tuple[int, list[int]] | None:
+    classes = ring_symmetry_classes(P)
+    big = max(classes, key=len)
+    if len(big) == P.n:
+        return (big[0], big[1:]) if P.n >= 3 else None
+    if len(big) < 2:
+        return None
+    return next(v for v in range(P.n) if v not in big), big
+
+
+def build_master(P: Problem, lay: Layout, B: np.ndarray, chain) -> tuple[MatrixModel, Rows]:
+    """The base master (module docstring) without cuts."""
+    n, d, cap = P.n, P.d, P.cap
+    R = Rows()
+    col_lo = np.zeros(lay.ncol)
+    col_up = np.full(lay.ncol, INF)
+    integer = np.zeros(lay.ncol, bool)
+    for p in range(lay.P):
+        col_up[lay.x(p)], col_up[lay.y(p)] = cap, 1.0
+        integer[lay.x(p)] = integer[lay.y(p)] = True
+        R.add([lay.y(p), lay.x(p)], [1, -1], -INF, 0)
+        R.add([lay.x(p), lay.y(p)], [1, -cap], -INF, 0)
+    col_up[lay.lam] = 1.0
+    for i in range(n):
+        R.add([lay.x(lay.pair[i, j]) for j in range(n) if j != i], [1] * (n - 1),
+              d if P.regular else 0, d)
+    for sl in P.tau_slices():
+        idx = [lay.tau0 + j for j in range(sl.start, sl.stop)]
+        R.add(idx + [lay.lam], [1] * len(idx) + [-1], 0, 0)
+    ring_max = B[1:].max(axis=0) if P.num_tau else np.zeros((n, n))
+    support = B.sum(axis=0) > 0
+    hop_idx, hop_val = [], []
+    for s in range(n):
+        for t in range(n):
+            zc, wc = lay.z(s, t), lay.w(s, t)
+            if s == t or not support[s, t]:
+                col_up[zc] = col_up[wc] = 0.0
+                continue
+            p = lay.pair[s, t]
+            di, dv = _demand_terms(lay, B, s, t)
+            R.add([zc] + di, [1] + [-a for a in dv], -INF, 0)  # z <= D_st
+            R.add([zc, lay.x(p)], [1, -1], -INF, 0)  # z <= x_st
+            R.add([zc, wc, lay.y(p)], [1, -P.M[s, t], -ring_max[s, t]], -INF, 0)
+            R.add([wc, lay.y(p)], [1, -1], -INF, 0)
+            R.add([wc, lay.lam], [1, -1], -INF, 0)
+            di2, dv2 = _demand_terms(lay, B, s, t, 2.0)
+            hop_idx += di2 + [zc]
+            hop_val += dv2 + [-1.0]
+    for s in range(n):
+        R.add([lay.w(s, t) for t in range(n) if t != s] + [lay.lam], [1] * (n - 1) + [-d], -INF, 0)
+        R.add([lay.w(t, s) for t in range(n) if t != s] + [lay.lam], [1] * (n - 1) + [-d], -INF, 0)
+    hop_idx += [lay.x(p) for p in range(lay.P)]
+    hop_val += [-2.0] * lay.P
+    R.add(hop_idx, hop_val, -INF, 0)
+    for S in cut_sets(P):
+        for side in (S, ~S):
+            xs, cross, _ = cutset_terms(P, lay, B, side)
+            idx = xs + [lay.lam] + [lay.tau0 + j for j in range(P.num_tau)]
+            R.add(idx, [1] * len(xs) + [-c for c in cross], 0, INF)
+    if chain:
+        anchor, cls = chain
+        for a, b in zip(cls, cls[1:], strict=False):
+            R.add([lay.x(lay.pair[anchor, a]), lay.x(lay.pair[anchor, b])], [1, -1], 0, INF)
+    cost = np.zeros(lay.ncol)
+    cost[lay.lam] = 1.0
+    A = coo_matrix((R.v, (R.r, R.c)), shape=(len(R.lo), lay.ncol)).tocsc()
+    model = MatrixModel(A, cost, col_lo, col_up, np.array(R.lo, float), np.array(R.up, float),
+                        integer, [], maximize=True)
+    return model, R
+
+
+def master_point(P: Problem, lay: Layout, B: np.ndarray, L: np.ndarray, lam: float,
+                 tau: np.ndarray) -> np.ndarray:
+    """A full master vector for a routable ``(L, lambda, tau)`` (the MIP start)."""
+    v = np.zeros(lay.ncol)
+    ring_max = B[1:].max(axis=0) if P.num_tau else np.zeros((P.n, P.n))
+    for p, (i, j) in enumerate(lay.pairs):
+        v[lay.x(p)] = L[i, j]
+        v[lay.y(p)] = float(L[i, j] > 0)
+    v[lay.lam] = lam
+    v[lay.tau0:lay.tau0 + P.num_tau] = tau
+    D = lam * B[0] + np.tensordot(tau, B[1:], axes=1) if P.num_tau else lam * B[0]
+    for s in range(P.n):
+        for t in range(P.n):
+            if s == t or D[s, t] <= 0:
+                continue
+            y = float(L[s, t] > 0)
+            v[lay.w(s, t)] = lam * y
+            v[lay.z(s, t)] = min(D[s, t], L[s, t], P.M[s, t] * lam * y + ring_max[s, t] * y)
+    return v
+
+
+# -- the loop ------------------------------------------------------------------------------
+@dataclass
+class BendersOutcome:
+    """Best topology and its route evaluation, the upper bound on lambda, and counters."""
+
+    L: np.ndarray | None
+    best: RouteEval | None
+    bound: float
+    optimal: bool
+    iterations: int
+    cuts: int
+    evaluated: int
+    runtime_s: float
+    history: list[tuple[float, float, float]]  # (time, incumbent lambda, bound)
+    message: str = ""
+
+
+def relabel(L: np.ndarray, chain) -> np.ndarray:
+    """An equivalent topology satisfying the symmetry chain: the class sorted by
+    ``L[anchor, q]`` descending (a permutation of the class is an automorphism)."""
+    if not chain:
+        return L
+    anchor, cls = chain
+    order = sorted(cls, key=lambda q: -L[anchor, q])
+    perm = np.arange(L.shape[0])
+    perm[cls] = order  # new node cls[k] plays the role of old node order[k]
+    return L[np.ix_(perm, perm)]
+
+
+def links_from(lay: Layout, n: int, sol: np.ndarray) -> np.ndarray:
+    L = np.zeros((n, n), dtype=np.int64)
+    for p, (i, j) in enumerate(lay.pairs):
+        L[i, j] = L[j, i] = int(round(sol[lay.x(p)]))
+    return L
+
+
+def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads: int = 1,
+            warm: Sequence[np.ndarray] = (), cuts_per_round: int = 1, seed: int = 0,
+            symmetry: bool = True, log_cb: Callable[[str], None] | None = None) -> BendersOutcome:
+    """Run the decomposition (module docstring) for at most ``time_limit`` seconds.
+
+    ``warm``: link matrices to evaluate first (heuristic topologies); the best routable one is
+    the first incumbent."""
+    t0 = time.perf_counter()
+    n = P.n
+    B = P.demand_basis()
+    lay = Layout(n, P.num_tau)
+    chain = symmetry_rows(P, lay) if symmetry else None
+    model, _rows = build_master(P, lay, B, chain)
+    h = new_highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("random_seed", int(seed))
+    h.setOptionValue("mip_rel_gap", float(mip_gap))
+    if threads and threads > 1:
+        h.setOptionValue("threads", int(threads))
+    h.passModel(highs_lp(model))
+    state = {"L": None, "best": None, "lam": 0.0, "cuts": 0, "evaluated": 0, "pending": 0}
+    cache: dict[bytes, RouteEval] = {}
+    rounded: list[tuple[int, float]] = []  # (row, least crossing per lambda) of rounded cut-sets
+    history: list[tuple[float, float, float]] = []
+
+    def add_cut(ev: RouteEval):
+        if ev.dist is None:  # disconnected: cut-set of the component
+            for side in (ev.component, ~ev.component):
+                xs, cross, _ = cutset_terms(P, lay, B, side)
+                idx = xs + [lay.lam] + [lay.tau0 + j for j in range(P.num_tau)]
+                val = [1.0] * len(xs) + [-c for c in cross]
+                h.addRow(0.0, INF, len(idx), np.array(idx, np.int32), np.array(val))
+        else:
+            idx, val = metric_cut(P, lay, B, ev.dist)
+            h.addRow(0.0, INF, len(idx), idx.astype(np.int32), val)
+        state["cuts"] += 1
+
+    def evaluate(L: np.ndarray) -> RouteEval:
+        key = L.tobytes()
+        ev = cache.get(key)
+        if ev is None:
+            ev = max_lambda(P, L, B)
+            cache[key] = ev
+            state["evaluated"] += 1
+            if ev.lam > state["lam"]:
+                state.update(L=L.copy(), best=ev, lam=ev.lam)
+        return ev
+
+    for L in warm:
+        evaluate(relabel(np.asarray(L, dtype=np.int64), chain))
+    bound = 1.0
+    iterations = 0
+    optimal = False
+    message = ""
+    new_cuts: list[RouteEval] = []
+
+    def on_solution(e):
+        sol = np.asarray(e.data_out.mip_solution)
+        lam_m = float(sol[lay.lam])
+        if lam_m <= state["lam"] * (1 + FEAS_TOL):
+            return
+        L = links_from(lay, n, sol)
+        ev = evaluate(L)
+        if lam_m > ev.lam * (1 + FEAS_TOL) + 1e-9 and all(ev is not c for c in new_cuts):
+            new_cuts.append(ev)
+
+    def on_interrupt(e):
+        # set the flag both ways: HiGHS keeps the callback input between runs
+        e.interrupt(len(new_cuts) >= cuts_per_round or time.perf_counter() - t0 > time_limit)
+
+    h.cbMipImprovingSolution.subscribe(on_solution)
+    h.cbMipInterrupt.subscribe(on_interrupt)
+    h.cbMipSolution.subscribe(on_solution)
+    while True:
+        left = time_limit - (time.perf_counter() - t0)
+        if left <= 0:
+            message = "time limit"
+            break
+        lam_L = state["lam"]
+        if lam_L > 0:
+            # improving region and integer rounding of the cut-sets (module docstring)
+            h.changeColBounds(lay.lam, lam_L * (1 - 1e-7), 1.0)
+            _round_cutsets(h, P, lay, B, lam_L * (1 - 1e-7), rounded)
+            start = master_point(P, lay, B, state["L"], lam_L * (1 - 1e-7),
+                                 state["best"].tau * (1 - 1e-7))
+            h.setSolution(lay.ncol, np.arange(lay.ncol, dtype=np.int32), start)
+        h.setOptionValue("time_limit", float(max(left, 0.01)))
+        new_cuts.clear()
+        h.run()
+        iterations += 1
+        ms = h.getModelStatus()
+        info = h.getInfo()
+        master_bound = float(info.mip_dual_bound)
+        if ms == highspy.HighsModelStatus.kInfeasible:
+            master_bound = lam_L  # nothing better than the incumbent satisfies the relaxation
+        if math.isfinite(master_bound):
+            bound = min(bound, max(master_bound, state["lam"]))
+        if ms == highspy.HighsModelStatus.kOptimal and info.primal_solution_status == 2:
+            sol = np.asarray(h.getSolution().col_value)
+            ev = evaluate(links_from(lay, n, sol))
+            if float(sol[lay.lam]) > ev.lam * (1 + FEAS_TOL) + 1e-9 and all(
+                    ev is not c for c in new_cuts):
+                new_cuts.append(ev)
+        history.append((time.perf_counter() - t0, state["lam"], bound))
+        if log_cb:
+            log_cb(f"iter {iterations}: {h.modelStatusToString(ms)} incumbent {state['lam']:.6f} "
+                   f"bound {bound:.6f} cuts {state['cuts']} t {time.perf_counter() - t0:.1f}s")
+        if state["lam"] > 0 and bound <= state["lam"] * (1 + max(mip_gap, 1e-9)):
+            optimal = True
+            bound = max(bound, state["lam"])
+            break
+        if not new_cuts:
+            if ms == highspy.HighsModelStatus.kTimeLimit or time.perf_counter() - t0 > time_limit:
+                message = "time limit"
+                break
+            if ms in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible):
+                optimal = state["lam"] > 0
+                bound = state["lam"] if optimal else bound
+                break
+            message = f"master stopped: {h.modelStatusToString(ms)}"
+            break
+        for ev in new_cuts:
+            add_cut(ev)
+    return BendersOutcome(state["L"], state["best"], bound, optimal, iterations, state["cuts"],
+                          state["evaluated"], time.perf_counter() - t0, history, message)
+
+
+def _round_cutsets(h, P: Problem, lay: Layout, B: np.ndarray, lam_L: float, rounded: list):
+    """Add (once) or raise the rounded cut-set rows ``x(delta^+(S)) >= ceil(lam_L least_S)``."""
+    if not rounded:
+        for S in cut_sets(P):
+            for side in (S, ~S):
+                xs, _, least = cutset_terms(P, lay, B, side)
+                if least <= 0:
+                    continue
+                h.addRow(0.0, INF, len(xs), np.array(xs, np.int32), np.ones(len(xs)))
+                rounded.append((h.getNumRow() - 1, least))
+    for row, least in rounded:
+        h.changeRowBounds(row, float(math.ceil(lam_L * least - 1e-9)), INF)
+
+
+# -- the adapter ---------------------------------------------------------------------------
+def warm_topologies(instance: Instance, options: SolveOptions, cap: int) -> list[np.ndarray]:
+    """Heuristic topologies to seed the incumbent: ``options.warm_start`` (e.g. alloc-alternate),
+    TotientPerms and TopologyFinder, each kept when it fits the port budget and ``cap``."""
+    from .. import registry
+
+    topos = []
+    if options.warm_start is not None and options.warm_start.topology is not None:
+        topos.append(options.warm_start.topology)
+    if options.extra.get("auto_warm_start", True):
+        for name in ("totientperms", "topologyfinder"):
+            if not registry.available(name):
+                continue
+            try:
+                res = registry.solve(instance, name, options.with_(warm_start=None, routing="lp"))
+            except Exception as exc:  # a heuristic failure must not stop the exact method
+                log.warning("%s warm start failed: %s", name, exc)
+                continue
+            if res.topology is not None:
+                topos.append(res.topology)
+    out = []
+    for t in topos:
+        deg = t.degrees()
+        ok = t.n == instance.n and t.links.max() <= cap and (
+            (deg == instance.degree).all() if instance.regular else (deg <= instance.degree).all())
+        if ok:
+            out.append(np.asarray(t.links))
+    return out
+
+
+def routing_of(instance: Instance, P: Problem, L: np.ndarray, ev: RouteEval, seed: int = 0):
+    """Rings (shares ``tau / lambda``) and paths (flow decomposition) of a route evaluation."""
+    topo = Topology(L)
+    rings = []
+    for (g, _e, orders), sl in zip(P.groups, P.tau_slices(), strict=True):
+        for order, tau in zip(orders, ev.tau[sl], strict=True):
+            share = tau / ev.lam if ev.lam > 0 else 0.0
+            if share > 1e-9:
+                rings.append(Ring(g, tuple(order), float(share)))
+    rings = _exact.normalise_shares(rings)
+    B = P.demand_basis()
+    D = ev.lam * B[0] + (np.tensordot(ev.tau, B[1:], axes=1) if P.num_tau else 0.0)
+    arcs = [(int(a), int(b)) for a, b in ev.arcs]
+    pair_paths = {}
+    for k, s in enumerate(ev.sources):
+        f = ev.flows[k]
+        arc_flow = {arcs[a]: float(f[a]) for a in np.flatnonzero(f > 0)}
+        dem = {int(t): float(D[s, t]) for t in np.flatnonzero(D[s] > 0) if t != s}
+        for t, paths in decompose_flow(int(s), arc_flow, dem, topo).items():
+            pair_paths[(int(s), t)] = paths
+    return topo, _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, seed)
+
+
+def solve(instance: Instance, options: SolveOptions) -> SolveResult:
+    """``alloc-benders``: reads ``time_limit`` (default 60 s), ``threads``, ``mip_gap``,
+    ``warm_start`` and ``extra`` (``max_multiplicity``, ``cuts_per_round``, ``symmetry``,
+    ``auto_warm_start``, ``solver_log``)."""
+    t0 = time.perf_counter()
+    cap = int(options.extra.get("max_multiplicity", instance.degree))
+    P = problem_of(instance, cap)
+    limit = 60.0 if options.time_limit is None else float(options.time_limit)
+    warm = warm_topologies(instance, options, cap)
+    out = benders(P, max(limit - (time.perf_counter() - t0), 0.01), options.mip_gap,
+                  options.threads, warm, int(options.extra.get("cuts_per_round", 1)),
+                  options.seed, bool(options.extra.get("symmetry", True)),
+                  log.info if options.extra.get("log") else None)
+    runtime = time.perf_counter() - t0
+    status = Status.OPTIMAL if out.optimal else (
+        Status.FEASIBLE if out.L is not None else Status.NO_SOLUTION)
+    msg = (f"benders: {out.iterations} master solves, {out.cuts} cuts, {out.evaluated} "
+           f"topologies routed" + (f"; {out.message}" if out.message else ""))
+    outcome = BackendOutcome(status, out.best.lam if out.best else None, out.bound, runtime,
+                             "highs", highs_version(), {}, msg)
+    bound_s = P.sec_per_unit / out.bound if out.bound > 0 else None
+    if out.L is None or out.best is None or out.best.lam <= 0:
+        return _exact.failed_result("alloc-benders", options, outcome, runtime, msg)
+    topo, routing = routing_of(instance, P, out.L, out.best, options.seed)
+    return _exact.comm_time_result("alloc-benders", instance, options, outcome, topo, routing,
+                                   P.sec_per_unit / out.best.lam, bound_s, runtime,
+                                   message="rings=choose")
