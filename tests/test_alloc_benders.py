@@ -68,6 +68,23 @@ def test_agrees_with_alloc_milp(name, make):
     assert res.bound <= ref.objective * (1 + 1e-5)
 
 
+@pytest.mark.parametrize("extra", [{"hop_rows": True}, {"duals": "ipm", "cuts_per_round": 3}])
+def test_variants_agree(extra):
+    """The two-hop rows (default above n = 8) and interior-point duals keep the optimum."""
+    inst = mixed(6, 4, 2, 0.35, seed=3)
+    ref = alloc.solve_milp(inst, SolveOptions(time_limit=60, extra=CHOOSE))
+    res = checked(inst, alloc_benders.solve(inst, SolveOptions(time_limit=60, extra=extra)))
+    assert ref.status is res.status is Status.OPTIMAL
+    assert res.objective == pytest.approx(ref.objective, rel=1e-5)
+
+
+def test_beyond_two_hops_is_the_moore_tail():
+    inst = make_instance(12, 2, 100.0, mp=[(0, t, 1e8) for t in range(1, 12)])
+    P = alloc_benders.problem_of(inst)
+    # d = 2: levels 1, 1, 2, 2, 3, 3, ...: the 11 equal demands pay (h - 2)^+ = 0,0,0,0,1,1,2,2,3,3,4
+    assert alloc_benders.beyond_two_hops(P) == pytest.approx(16 * P.M[0, 1])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("make", [lambda: mixed(8, 4, 2, 0.35),
                                   lambda: sparse_mp(8, 4, 3, regular=False)])
