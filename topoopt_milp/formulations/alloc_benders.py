@@ -81,6 +81,7 @@ import numpy as np
 from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
 
+from .. import bounds
 from ..backends.pulp_backend import BackendOutcome, MatrixModel, highs_lp, highs_version, new_highs
 from ..evaluate import moore_slots
 from ..instance import Instance
@@ -565,11 +566,13 @@ HOP_ROWS_MIN_N = 8
 
 def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads: int = 1,
             warm: Sequence[np.ndarray] = (), config: Config = Config(), seed: int = 0,
-            log_cb: Callable[[str], None] | None = None) -> BendersOutcome:
+            log_cb: Callable[[str], None] | None = None, upper: float = 1.0) -> BendersOutcome:
     """Run the decomposition (module docstring) for at most ``time_limit`` seconds.
 
     ``warm``: link matrices to evaluate first (heuristic topologies); the best routable one is
-    the first incumbent."""
+    the first incumbent. ``upper``: a known valid upper bound on ``lambda`` (e.g. from a lower
+    bound on the time of :mod:`topoopt_milp.bounds` in the same scope); it bounds the master's
+    ``lambda`` and is the bound until a master solve does better."""
     cuts_per_round = config.cuts_per_round
     hop_rows = P.n > HOP_ROWS_MIN_N if config.hop_rows is None else config.hop_rows
     duals = config.duals or ("simplex" if P.n <= 32 else "ipm")
@@ -586,7 +589,9 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
     h.setOptionValue("mip_heuristic_effort", float(config.heuristic_effort))
     if threads and threads > 1:
         h.setOptionValue("threads", int(threads))
+    upper = min(1.0, float(upper))
     h.passModel(highs_lp(model))
+    h.changeColBounds(lay.lam, 0.0, upper)
     state = {"L": None, "best": None, "lam": 0.0, "cuts": 0, "evaluated": 0, "pending": 0}
     cache: dict[bytes, RouteEval] = {}
     rounded: list[tuple[int, float]] = []  # (row, least crossing per lambda) of rounded cut-sets
@@ -617,7 +622,7 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
 
     for L in warm:
         evaluate(relabel(np.asarray(L, dtype=np.int64), chain))
-    bound = 1.0
+    bound = upper
     iterations = 0
     optimal = False
     message = ""
@@ -648,7 +653,7 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
         lam_L = state["lam"]
         if lam_L > 0:
             # improving region and integer rounding of the cut-sets (module docstring)
-            h.changeColBounds(lay.lam, lam_L * (1 - 1e-7), 1.0)
+            h.changeColBounds(lay.lam, min(lam_L * (1 - 1e-7), upper), upper)
             _round_cutsets(h, P, lay, B, lam_L * (1 - 1e-7), rounded)
             start = master_point(P, lay, B, state["L"], lam_L * (1 - 1e-7),
                                  state["best"].tau * (1 - 1e-7))
@@ -771,12 +776,15 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     P = problem_of(instance, cap)
     limit = 60.0 if options.time_limit is None else float(options.time_limit)
     warm = warm_topologies(instance, options, cap)
+    # the cheap bounds of the same scope (TotientPerms orders, any topology) start the bound
+    lb = max(bounds.port_hop_bound(instance, "totient"), bounds.cut_bound(instance, "totient"))
+    upper = P.sec_per_unit / lb if lb > 0 else 1.0
     ex = options.extra
     config = Config(int(ex.get("cuts_per_round", 1)), bool(ex.get("symmetry", True)),
                     ex.get("hop_rows"), ex.get("duals"), float(ex.get("heuristic_effort", 0.05)))
     out = benders(P, max(limit - (time.perf_counter() - t0), 0.01), options.mip_gap,
                   options.threads, warm, config, options.seed,
-                  log.info if ex.get("log") else None)
+                  log.info if ex.get("log") else None, upper)
     runtime = time.perf_counter() - t0
     status = Status.OPTIMAL if out.optimal else (
         Status.FEASIBLE if out.L is not None else Status.NO_SOLUTION)
