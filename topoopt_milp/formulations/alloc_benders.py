@@ -679,19 +679,15 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
         if log_cb:
             log_cb(f"iter {iterations}: {h.modelStatusToString(ms)} incumbent {state['lam']:.6f} "
                    f"bound {bound:.6f} cuts {state['cuts']} t {time.perf_counter() - t0:.1f}s")
-        if state["lam"] > 0 and bound <= state["lam"] * (1 + max(mip_gap, 1e-9)):
+        # the master is solved to mip_gap and separation accepts FEAS_TOL: optimal within both
+        if state["lam"] > 0 and bound <= state["lam"] * (1 + mip_gap) * (1 + FEAS_TOL):
             optimal = True
-            bound = max(bound, state["lam"])
             break
         if not new_cuts:
             if ms == highspy.HighsModelStatus.kTimeLimit or time.perf_counter() - t0 > time_limit:
                 message = "time limit"
                 break
-            if ms in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible):
-                optimal = state["lam"] > 0
-                bound = state["lam"] if optimal else bound
-                break
-            message = f"master stopped: {h.modelStatusToString(ms)}"
+            message = f"master stopped without a cut: {h.modelStatusToString(ms)}"
             break
         for ev in new_cuts:
             add_cut(ev)
