@@ -10,7 +10,7 @@ import pytest
 from topoopt_milp import registry
 from topoopt_milp.check import check_solution
 from topoopt_milp.evaluate import evaluate
-from topoopt_milp.formulations import alloc, alloc_benders
+from topoopt_milp.formulations import alloc, alloc_benders, benders_master
 from topoopt_milp.instance import make_instance
 from topoopt_milp.result import SolveOptions, Status, solution_dict
 
@@ -82,7 +82,7 @@ def test_beyond_two_hops_is_the_moore_tail():
     inst = make_instance(12, 2, 100.0, mp=[(0, t, 1e8) for t in range(1, 12)])
     P = alloc_benders.problem_of(inst)
     # d = 2: levels 1, 1, 2, 2, 3, 3, ...: the 11 equal demands pay (h - 2)^+ = 0,0,0,0,1,1,2,2,3,3,4
-    assert alloc_benders.beyond_two_hops(P) == pytest.approx(16 * P.M[0, 1])
+    assert benders_master.beyond_two_hops(P) == pytest.approx(16 * P.M[0, 1])
 
 
 @pytest.mark.slow
@@ -134,26 +134,26 @@ def test_metric_cut_separates_and_is_tight():
     inst = mixed(6, 4, 2, 0.35)
     P = alloc_benders.problem_of(inst)
     B = P.demand_basis()
-    lay = alloc_benders.Layout(P.n, P.num_tau)
+    lay = benders_master.Layout(P.n, P.num_tau)
     L = np.asarray(registry.solve(inst, "totientperms", SolveOptions()).topology.links)
     ev = alloc_benders.max_lambda(P, L, B)
-    idx, val = alloc_benders.metric_cut(P, lay, B, ev.dist)
-    v = alloc_benders.master_point(P, lay, B, L, ev.lam, ev.tau)
+    idx, val = benders_master.metric_cut(P, lay, B, ev.dist)
+    v = benders_master.master_point(P, lay, B, L, ev.lam, ev.tau)
     at = float(val @ v[idx])
     assert at >= -1e-6
-    v2 = alloc_benders.master_point(P, lay, B, L, ev.lam * 1.01, ev.tau * 1.01)
+    v2 = benders_master.master_point(P, lay, B, L, ev.lam * 1.01, ev.tau * 1.01)
     assert float(val @ v2[idx]) < at
 
 
 def test_symmetry_classes_respect_ring_orders():
     # a2a traffic, no rings: every node interchangeable
     P = alloc_benders.problem_of(SMALL[0][1]())
-    assert alloc_benders.ring_symmetry_classes(P) == [[0, 1, 2, 3, 4]]
+    assert benders_master.ring_symmetry_classes(P) == [[0, 1, 2, 3, 4]]
     # one ring group over 0..5 plus uniform MP: the transposition (0 1) maps the order
     # 0-1-2-3-4-5 to 1-0-2-3-4-5, not a candidate order, so it is not an automorphism
     inst = make_instance(6, 4, 100.0, allreduce=[(range(6), 1e8)],
                          mp=[(i, j, 1e6) for i in range(6) for j in range(6) if i != j])
-    classes = alloc_benders.ring_symmetry_classes(alloc_benders.problem_of(inst))
+    classes = benders_master.ring_symmetry_classes(alloc_benders.problem_of(inst))
     assert all(len(c) == 1 for c in classes)
 
 
