@@ -59,6 +59,9 @@ def mixed_instance(n: int, d: int, groups: int, mp_frac: float, seed: int = 0,
                          name=f"mixed-n{n}-d{d}-g{groups}-mp{round(100 * mp_frac)}")
 
 
+_results: dict = {}  # the last SolveResult per (method, instance, routing): warm starts
+
+
 def load() -> str:
     return f"load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus"
 
@@ -66,6 +69,7 @@ def load() -> str:
 def run(method: str, inst: Instance, **opts) -> dict:
     t0 = time.perf_counter()
     res = registry.solve(inst, method, SolveOptions(**opts))
+    _results[(method, inst.name, opts.get("routing"))] = res
     wall = time.perf_counter() - t0
     problems = [] if res.topology is None else check_solution(
         inst.to_dict(), solution_dict(res, inst, evaluate(inst, res.topology, res.routing)))
@@ -169,7 +173,12 @@ def scale_part(budget: float, cache: Path, threads: int) -> list[dict]:
                 heur[f"{name}/{routing or 'own'}"] = run(name, inst, routing=routing)
             except Exception as exc:  # report, do not lose the row
                 print(f"<!-- {name} {routing}: {exc} -->")
-        ben = run("alloc-benders", inst, time_limit=budget, threads=threads)
+        # the heuristics just run seed alloc-benders (instead of running them again inside it)
+        warm = min((_results[(k.split("/")[0], inst.name, None if k.endswith("/own") else "lp")]
+                    for k, r in heur.items() if r["objective"] is not None),
+                   key=lambda res: res.objective)
+        ben = run("alloc-benders", inst, time_limit=budget, threads=threads, warm_start=warm,
+                  extra={"auto_warm_start": False})
         heur["alloc-benders"] = ben
         cands = {k: r["objective"] for k, r in heur.items()
                  if r["objective"] is not None and r["check"] == "ok"}
