@@ -103,3 +103,11 @@ def test_any_scope_bounds_cover_rings_outside_totientperms(make):
     for name, (f, scope) in bounds.BOUNDS.items():
         if scope == "any":
             assert f(inst) <= res.objective * (1 + 1e-6), name
+
+
+def test_master_bound_is_valid():
+    inst = mixed(6, 4, 2, 0.35, seed=4)
+    opt = alloc.solve_milp(inst, SolveOptions(time_limit=60, extra={"rings": "choose"}))
+    assert opt.status is Status.OPTIMAL
+    lb = bounds.master_bound(inst, time_limit=5)
+    assert ideal_switch_time(inst) * (1 - 1e-9) <= lb <= opt.objective * (1 + 1e-5)
