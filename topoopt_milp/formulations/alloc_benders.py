@@ -127,9 +127,10 @@ class RouteEval:
 
 
 def max_lambda(P: Problem, L: np.ndarray, basis: np.ndarray | None = None,
-               duals: str = "simplex") -> RouteEval:
+               duals: str = "simplex", time_limit: float | None = None) -> RouteEval | None:
     """Solve ``max lambda`` s.t. source-aggregated flows carry ``D(lambda, tau)`` within the
-    capacities ``L`` (present arcs only), ``sum_c tau_gc = lambda``, ``lambda <= 1``."""
+    capacities ``L`` (present arcs only), ``sum_c tau_gc = lambda``, ``lambda <= 1``;
+    ``None`` when ``time_limit`` runs out first."""
     n = P.n
     B = P.demand_basis() if basis is None else basis
     support = B.sum(axis=0) > 0
@@ -197,8 +198,12 @@ def max_lambda(P: Problem, L: np.ndarray, basis: np.ndarray | None = None,
     h.setOptionValue("solver", duals)
     if duals == "ipm":
         h.setOptionValue("run_crossover", "off")
+    if time_limit is not None:
+        h.setOptionValue("time_limit", max(float(time_limit), 0.01))
     h.passModel(highs_lp(model))
     h.run()
+    if time_limit is not None and h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
+        return None
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal or (
             h.getInfo().dual_solution_status != 2):
         raise RuntimeError(f"route LP: {h.modelStatusToString(h.getModelStatus())}")
@@ -278,7 +283,38 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
     B = P.demand_basis()
     lay = Layout(n, P.num_tau)
     chain = symmetry_rows(P, lay) if config.symmetry else None
-    model, _rows = build_master(P, lay, B, chain, hop_rows)
+    state = {"L": None, "best": None, "lam": 0.0, "cuts": 0, "evaluated": 0}
+    cache: dict[bytes, RouteEval] = {}
+
+    def left() -> float:
+        return time_limit - (time.perf_counter() - t0)
+
+    def evaluate(L: np.ndarray, limited: bool = True) -> RouteEval | None:
+        key = L.tobytes()
+        ev = cache.get(key)
+        if ev is None:
+            ev = max_lambda(P, L, B, duals, left() if limited else None)
+            if ev is None:
+                return None
+            cache[key] = ev
+            state["evaluated"] += 1
+            if ev.lam > state["lam"]:
+                state.update(L=L.copy(), best=ev, lam=ev.lam)
+        return ev
+
+    # the first warm topology is always routed (a time-limited run returns an incumbent)
+    for k, L in enumerate(warm):
+        if k and left() <= 0:
+            break
+        evaluate(relabel(np.asarray(L, dtype=np.int64), chain), limited=k > 0)
+    upper = min(1.0, float(upper))
+    if left() <= 0:
+        return BendersOutcome(state["L"], state["best"], upper, False, 0, 0, state["evaluated"],
+                              time.perf_counter() - t0, [], "time limit (before the master)")
+    model, _rows = build_master(P, lay, B, chain, hop_rows)  # not interruptible: ~1 min at n = 128
+    if left() <= 0:
+        return BendersOutcome(state["L"], state["best"], upper, False, 0, 0, state["evaluated"],
+                              time.perf_counter() - t0, [], "time limit (building the master)")
     h = new_highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("random_seed", int(seed))
@@ -286,11 +322,8 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
     h.setOptionValue("mip_heuristic_effort", float(config.heuristic_effort))
     if threads and threads > 1:
         h.setOptionValue("threads", int(threads))
-    upper = min(1.0, float(upper))
     h.passModel(highs_lp(model))
     h.changeColBounds(lay.lam, 0.0, upper)
-    state = {"L": None, "best": None, "lam": 0.0, "cuts": 0, "evaluated": 0, "pending": 0}
-    cache: dict[bytes, RouteEval] = {}
     rounded: list[tuple[int, float]] = []  # (row, least crossing per lambda) of rounded cut-sets
     history: list[tuple[float, float, float]] = []
 
@@ -306,19 +339,6 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
             h.addRow(0.0, INF, len(idx), idx.astype(np.int32), val)
         state["cuts"] += 1
 
-    def evaluate(L: np.ndarray) -> RouteEval:
-        key = L.tobytes()
-        ev = cache.get(key)
-        if ev is None:
-            ev = max_lambda(P, L, B, duals)
-            cache[key] = ev
-            state["evaluated"] += 1
-            if ev.lam > state["lam"]:
-                state.update(L=L.copy(), best=ev, lam=ev.lam)
-        return ev
-
-    for L in warm:
-        evaluate(relabel(np.asarray(L, dtype=np.int64), chain))
     bound = upper
     iterations = 0
     optimal = False
@@ -332,7 +352,8 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
             return
         L = links_from(lay, n, sol)
         ev = evaluate(L)
-        if lam_m > ev.lam * (1 + FEAS_TOL) + 1e-9 and all(ev is not c for c in new_cuts):
+        if ev is not None and lam_m > ev.lam * (1 + FEAS_TOL) + 1e-9 and all(
+                ev is not c for c in new_cuts):
             new_cuts.append(ev)
 
     round_start = [0.0]
@@ -349,8 +370,8 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
     h.cbMipInterrupt.subscribe(on_interrupt)
     h.cbMipSolution.subscribe(on_solution)
     while True:
-        left = time_limit - (time.perf_counter() - t0)
-        if left <= 0:
+        remaining = left()
+        if remaining <= 0:
             message = "time limit"
             break
         lam_L = state["lam"]
@@ -361,7 +382,7 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
             start = master_point(P, lay, B, state["L"], lam_L * (1 - 1e-7),
                                  state["best"].tau * (1 - 1e-7))
             h.setSolution(lay.ncol, np.arange(lay.ncol, dtype=np.int32), start)
-        h.setOptionValue("time_limit", float(max(left, 0.01)))
+        h.setOptionValue("time_limit", float(max(remaining, 0.01)))
         new_cuts.clear()
         round_start[0] = time.perf_counter()
         h.run()
@@ -376,7 +397,7 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
         if ms == highspy.HighsModelStatus.kOptimal and info.primal_solution_status == 2:
             sol = np.asarray(h.getSolution().col_value)
             ev = evaluate(links_from(lay, n, sol))
-            if float(sol[lay.lam]) > ev.lam * (1 + FEAS_TOL) + 1e-9 and all(
+            if ev is not None and float(sol[lay.lam]) > ev.lam * (1 + FEAS_TOL) + 1e-9 and all(
                     ev is not c for c in new_cuts):
                 new_cuts.append(ev)
         history.append((time.perf_counter() - t0, state["lam"], bound))
