@@ -261,7 +261,10 @@ class Config:
 # every master solve at its first violated solution leaves the bound at about the root's
 # (6.40 ms, alloc-milp 6.44 ms); letting each solve run half the elapsed time first gives
 # 6.67 ms, the whole elapsed time 6.71 ms. At n = 8 (no two-hop rows) quick rounds win: 54 s
-# to optimality against 99 s with round_frac 0.5 (both under the same load).
+# to optimality against 99 s with round_frac 0.5 (both under the same load). The price of long
+# rounds is the incumbent: at n = 10, 120 s, quick rounds reached 6.80 ms (bound 5.85 ms), long
+# ones stay at the warm start's 7.65 ms (bound 5.87 ms); alternating quick and long rounds
+# gave neither (n = 12: 18.6% against 14.9%).
 HOP_ROWS_MIN_N = 8
 
 
