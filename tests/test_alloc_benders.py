@@ -171,3 +171,13 @@ def test_warm_start_is_used():
     res = checked(inst, alloc_benders.solve(inst, SolveOptions(time_limit=1, warm_start=tf,
                                                                extra={"auto_warm_start": False})))
     assert res.objective <= tf.objective * (1 + 1e-6)
+
+
+def test_out_of_time_returns_the_warm_start_with_its_routing():
+    inst = mixed(32, 4, 4, 0.3)
+    tf = registry.solve(inst, "topologyfinder", SolveOptions(routing="lp"))
+    res = checked(inst, alloc_benders.solve(inst, SolveOptions(time_limit=0.01, warm_start=tf,
+                                                               extra={"auto_warm_start": False})))
+    assert res.status is Status.FEASIBLE and res.method == "alloc-benders"
+    assert res.objective == pytest.approx(tf.objective, rel=1e-9)
+    assert res.bound is not None and res.bound <= res.objective

@@ -292,11 +292,11 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
     def left() -> float:
         return time_limit - (time.perf_counter() - t0)
 
-    def evaluate(L: np.ndarray, limited: bool = True) -> RouteEval | None:
+    def evaluate(L: np.ndarray) -> RouteEval | None:
         key = L.tobytes()
         ev = cache.get(key)
         if ev is None:
-            ev = max_lambda(P, L, B, duals, left() if limited else None)
+            ev = max_lambda(P, L, B, duals, left())
             if ev is None:
                 return None
             cache[key] = ev
@@ -305,11 +305,11 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
                 state.update(L=L.copy(), best=ev, lam=ev.lam)
         return ev
 
-    # the first warm topology is always routed (a time-limited run returns an incumbent)
-    for k, L in enumerate(warm):
-        if k and left() <= 0:
+    # within the time limit; a caller keeps the warm solutions' own routings as the fallback
+    for L in warm:
+        if left() <= 0:
             break
-        evaluate(relabel(np.asarray(L, dtype=np.int64), chain), limited=k > 0)
+        evaluate(relabel(np.asarray(L, dtype=np.int64), chain))
     upper = min(1.0, float(upper))
     if left() <= 0:
         return BendersOutcome(state["L"], state["best"], upper, False, 0, 0, state["evaluated"],
@@ -438,14 +438,15 @@ def _round_cutsets(h, P: Problem, lay: Layout, B: np.ndarray, lam_L: float, roun
 
 
 # -- the adapter ---------------------------------------------------------------------------
-def warm_topologies(instance: Instance, options: SolveOptions, cap: int) -> list[np.ndarray]:
-    """Heuristic topologies to seed the incumbent: ``options.warm_start`` (e.g. alloc-alternate),
-    TotientPerms and TopologyFinder, each kept when it fits the port budget and ``cap``."""
+def warm_results(instance: Instance, options: SolveOptions, cap: int) -> list[SolveResult]:
+    """Heuristic solutions to seed the incumbent: ``options.warm_start`` (e.g. alloc-alternate),
+    TotientPerms and TopologyFinder with LP routing, each kept when its topology fits the port
+    budget and ``cap``."""
     from .. import registry
 
-    topos = []
+    found = []
     if options.warm_start is not None and options.warm_start.topology is not None:
-        topos.append(options.warm_start.topology)
+        found.append(options.warm_start)
     if options.extra.get("auto_warm_start", True):
         for name in ("totientperms", "topologyfinder"):
             if not registry.available(name):
@@ -456,14 +457,15 @@ def warm_topologies(instance: Instance, options: SolveOptions, cap: int) -> list
                 log.warning("%s warm start failed: %s", name, exc)
                 continue
             if res.topology is not None:
-                topos.append(res.topology)
+                found.append(res)
     out = []
-    for t in topos:
+    for r in found:
+        t = r.topology
         deg = t.degrees()
         ok = t.n == instance.n and t.links.max() <= cap and (
             (deg == instance.degree).all() if instance.regular else (deg <= instance.degree).all())
         if ok:
-            out.append(np.asarray(t.links))
+            out.append(r)
     return out
 
 
@@ -499,7 +501,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     cap = int(options.extra.get("max_multiplicity", instance.degree))
     P = problem_of(instance, cap)
     limit = 60.0 if options.time_limit is None else float(options.time_limit)
-    warm = warm_topologies(instance, options, cap)
+    warm = warm_results(instance, options, cap)
     # the cheap bounds of the same scope (TotientPerms orders, any topology) start the bound
     lb = max(bounds.port_hop_bound(instance, "totient"), bounds.cut_bound(instance, "totient"))
     upper = P.sec_per_unit / lb if lb > 0 else 1.0
@@ -508,7 +510,8 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
                     ex.get("hop_rows"), ex.get("duals"), float(ex.get("heuristic_effort", 0.05)),
                     ex.get("round_frac"))
     out = benders(P, max(limit - (time.perf_counter() - t0), 0.01), options.mip_gap,
-                  options.threads, warm, config, options.seed,
+                  options.threads, [np.asarray(r.topology.links) for r in warm], config,
+                  options.seed,
                   log.info if ex.get("log") else None, upper)
     runtime = time.perf_counter() - t0
     status = Status.OPTIMAL if out.optimal else (
@@ -519,7 +522,18 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
                              "highs", highs_version(), {}, msg)
     bound_s = P.sec_per_unit / out.bound if out.bound > 0 else None
     if out.L is None or out.best is None or out.best.lam <= 0:
-        return _exact.failed_result("alloc-benders", options, outcome, runtime, msg)
+        # the route LP did not finish in time: the best warm start, with its own routing, is
+        # the incumbent (a time-limited run returns its incumbent and bound, never nothing)
+        ok = [r for r in warm if r.routing is not None and r.objective is not None]
+        if not ok:
+            return _exact.failed_result("alloc-benders", options, outcome, runtime, msg)
+        best = min(ok, key=lambda r: r.objective)
+        outcome = BackendOutcome(Status.FEASIBLE, None, out.bound, runtime, "highs",
+                                 highs_version(), {}, msg)
+        return _exact.comm_time_result("alloc-benders", instance, options, outcome,
+                                       best.topology, best.routing, None, bound_s, runtime,
+                                       message=f"warm start {best.method} returned with its own "
+                                       "routing (the route LP did not finish in time)")
     topo, routing = routing_of(instance, P, out.L, out.best, options.seed)
     return _exact.comm_time_result("alloc-benders", instance, options, outcome, topo, routing,
                                    P.sec_per_unit / out.best.lam, bound_s, runtime,
