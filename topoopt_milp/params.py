@@ -235,6 +235,32 @@ class AllocMilpParams(LinkParams):
 
 
 @dataclass(frozen=True)
+class AllocBendersParams(LinkParams):
+    """alloc-benders: the metric-inequality decomposition's loop (see its module)."""
+
+    cuts_per_round: int = knob(1, "alloc-benders: violated cuts collected before a master "
+                                  "solve is interrupted.", minimum=1)
+    hop_rows: bool | None = knob(None, "alloc-benders: two-hop counting rows in the master "
+                                       "(default: on above n = 8).")
+    duals: str | None = knob(None, "alloc-benders: LP dual for the cuts (default: simplex up "
+                                   "to n = 32, ipm above).", choices=("simplex", "ipm"))
+    heuristic_effort: float = knob(0.05, "alloc-benders: HiGHS mip_heuristic_effort of the "
+                                         "master.", minimum=0, maximum=1)
+    round_frac: float | None = knob(None, "alloc-benders: share of the elapsed time a master "
+                                          "solve runs before it is interrupted for its cuts.",
+                                    minimum=0, maximum=1)
+
+
+@dataclass(frozen=True)
+class LowerBoundParams(Params):
+    """lower-bounds: which ring space the bound covers, and the Benders master's budget."""
+
+    rings: str = knob("choose", RINGS_HELP, choices=("choose", "any"))
+    master_time: float = knob(0.0, "lower-bounds: seconds for the alloc-benders master's bound "
+                                   "(0: only the cheap bounds).", minimum=0)
+
+
+@dataclass(frozen=True)
 class PathModelParams(Params):
     """CP-SAT link + path-choice models (alloc-cpsat, joint-cpsat)."""
 

@@ -164,6 +164,16 @@ METHODS: dict[str, Method] = {
         Method("alloc-milp", "alloc", "exact", "milp", ".formulations.alloc:solve_milp",
                P.AllocMilpParams, "integer link matrix under the port budget with routing: MILP",
                scope=_ALLOC_SCOPE, warm_start="topologyfinder"),
+        Method("alloc-benders", "alloc", "exact", "milp", ".formulations.alloc_benders:solve",
+               P.AllocBendersParams,
+               "alloc-milp's problem by metric-inequality (Benders) decomposition: MILP master",
+               scope=_ALLOC_SCOPE, warm_start="topologyfinder"),
+        Method("lower-bounds", "alloc", "exact", "analytic", ".bounds:solve",
+               P.LowerBoundParams,
+               "lower bounds only (no solution): port-aware hop counting, cut-sets, ideal "
+               "switch, Moore, optionally the Benders master",
+               scope=f"{_ANY}; {_TOTIENT} (rings=choose) or any ring orders; fractional "
+                     "routing"),
         Method("alloc-cpsat", "alloc", "restricted", "cpsat", ".formulations.alloc:solve_cpsat",
                P.AllocCpsatParams,
                "integer link matrix under the port budget with path choice: CP-SAT",

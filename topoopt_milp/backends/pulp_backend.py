@@ -159,7 +159,7 @@ def write_model(model: MatrixModel, path: str) -> None:
     HiGHS reads as a minimisation, and both of its writers drop the objective constant.)"""
     if not path.endswith((".mps", ".lp")):
         raise ParamError(f"export: {path!r} must end with .mps or .lp")
-    h = _new_highs()
+    h = new_highs()
     h.setOptionValue("output_flag", False)
     h.passModel(highs_lp(model, names=True))
     # kWarning: e.g. a model without row names, which HiGHS then names r0, r1, ...
@@ -215,7 +215,7 @@ def matrix_to_pulp(model: MatrixModel, name: str = "model") -> pulp.LpProblem:
 _BANNER_SHOWN = False
 
 
-def _new_highs() -> highspy.Highs:
+def new_highs() -> highspy.Highs:
     """A Highs instance without its start-up banner on stdout.
 
     HiGHS prints its copyright banner from C++ on the first construction in a process, before
@@ -281,7 +281,7 @@ def solve_matrix(
     For a MIP the bound is HiGHS's ``mip_dual_bound``; for an LP solved to optimality it is the
     objective itself (optimal within HiGHS's 1e-7 tolerances), otherwise ``None``."""
     sp = options.solver
-    h = _new_highs()
+    h = new_highs()
     h.setOptionValue("output_flag", sp.solver_log)
     if options.time_left() is not None:
         h.setOptionValue("time_limit", options.time_left())
