@@ -24,7 +24,7 @@ class UnknownMethodError(ValueError):
 class Method:
     name: str
     family: str  # heuristic | select | alloc | route | joint
-    backend: str  # heuristic | milp | cpsat
+    backend: str  # heuristic | milp | cpsat | approx
     target: str  # "module:function", relative to the package
     description: str
 
@@ -66,6 +66,8 @@ METHODS: dict[str, Method] = {
                "integer link matrix under the port budget with path choice: CP-SAT"),
         Method("route-milp", "route", "milp", ".formulations.route:solve_milp",
                "min-congestion routing on a fixed topology: LP / path LP / unsplittable MILP"),
+        Method("route-approx", "route", "approx", ".formulations.route_approx:solve",
+               "min-congestion routing within 1+eps (column generation, certified dual bound)"),
         Method("route-cpsat", "route", "cpsat", ".formulations.route:solve_cpsat",
                "unsplittable min-congestion routing on a fixed topology: CP-SAT"),
         Method("joint-milp", "joint", "milp", ".formulations.joint:solve_milp",
