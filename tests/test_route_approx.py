@@ -1,0 +1,181 @@
+"""route-approx: agreement with route-milp within eps (random regular graphs, circulants,
+closed forms, mixed MP + AllReduce traffic, SNDlib shared capacities), a certified bound that
+never exceeds the LP optimum, checker-clean routings, and the time-limit path."""
+
+from __future__ import annotations
+
+import itertools
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from topoopt_milp import generators, registry
+from topoopt_milp.check import check_solution
+from topoopt_milp.evaluate import comm_time, evaluate
+from topoopt_milp.formulations import route
+from topoopt_milp.formulations.route_approx import approx_min_congestion
+from topoopt_milp.instance import make_instance
+from topoopt_milp.result import SolveOptions, SolveResult, Status, solution_dict
+from topoopt_milp.sndlib import congestion, read_sndlib
+from topoopt_milp.topology import Topology
+
+GBPS = 100.0
+B = GBPS * 1.25e8
+VOL = 1e6
+EPS = 0.01
+
+
+def all_to_all(n, d, vol=VOL):
+    return make_instance(n, d, GBPS, mp=[(i, j, vol) for i in range(n) for j in range(n) if i != j])
+
+
+def random_regular(n, d, seed):
+    for s in range(seed, seed + 50):
+        g = nx.random_regular_graph(d, n, seed=s)
+        if nx.is_connected(g):
+            return Topology.from_link_list(n, [[u, v, 1] for u, v in g.edges()])
+    raise RuntimeError("no connected graph")
+
+
+def torus(a, b):
+    links = []
+    for x, y in itertools.product(range(a), range(b)):
+        v = x * b + y
+        links += [[v, ((x + 1) % a) * b + y, 1], [v, x * b + (y + 1) % b, 1]]
+    return Topology.from_link_list(a * b, links)
+
+
+def hypercube(dim):
+    n = 2**dim
+    return Topology.from_link_list(n, [[v, v ^ (1 << k), 1] for v in range(n) for k in range(dim)
+                                       if v < v ^ (1 << k)])
+
+
+def complete(n):
+    return Topology.from_link_list(n, [[i, j, 1] for i in range(n) for j in range(i + 1, n)])
+
+
+def assert_agrees(inst, topo, eps=EPS, **extra) -> SolveResult:
+    """route-approx is checker-clean, within eps of its own bound, its bound is at most the
+    exact LP optimum and its objective at most (1 + eps) times it."""
+    opts = SolveOptions(topology=topo)
+    exact = route.solve_milp(inst, opts)
+    assert exact.status is Status.OPTIMAL
+    res = registry.solve(inst, "route-approx", opts.with_(extra={"epsilon": eps, **extra}))
+    assert res.status.has_solution, res.message
+    metrics = evaluate(inst, res.topology, res.routing)
+    assert check_solution(inst.to_dict(), solution_dict(res, inst, metrics)) == []
+    assert res.objective == pytest.approx(comm_time(inst, res.topology, res.routing), rel=1e-12)
+    assert res.bound <= exact.objective * (1 + 1e-7)  # certified: never above the optimum
+    assert res.objective >= exact.objective * (1 - 1e-7)  # no routing beats the optimum
+    assert res.gap <= eps + 1e-12
+    assert res.objective <= exact.objective * (1 + eps)
+    return res
+
+
+@pytest.mark.parametrize("n, d, seed", [(12, 3, 0), (16, 4, 1), (20, 4, 2), (24, 5, 3)])
+def test_random_regular_agrees_with_route_milp(n, d, seed):
+    topo = random_regular(n, d, seed)
+    res = assert_agrees(all_to_all(n, d), topo)
+    assert "formulation=paths" in res.message
+
+
+@pytest.mark.parametrize("n, jumps", [(12, (1, 5)), (16, (1, 3)), (21, (1, 4, 9))])
+def test_circulant_uses_one_source_and_agrees(n, jumps):
+    topo = Topology.circulant(n, jumps)
+    inst = all_to_all(n, 2 * len(jumps))
+    res = assert_agrees(inst, topo)
+    assert "formulation=symmetric" in res.message
+    full = assert_agrees(inst, topo, formulation="source")  # the path CG on the same problem
+    assert "formulation=paths" in full.message
+
+
+@pytest.mark.parametrize(
+    "topo, hops",
+    [(Topology.circulant(8, [1]), 8.0), (complete(6), 1.0), (hypercube(4), 8.0),
+     (torus(4, 4), 8.0), (torus(5, 5), 15.0)],
+    ids=["ring8", "complete6", "hypercube16", "torus4x4", "torus5x5"],
+)
+def test_closed_forms(topo, hops):
+    """Uniform all-to-all on arc-transitive graphs: T = hops * VOL / B (see test_route)."""
+    n, d = topo.n, int(topo.degrees().max())
+    res = assert_agrees(all_to_all(n, d), topo, eps=1e-3)
+    expected = hops * VOL / B
+    assert res.bound <= expected * (1 + 1e-9)
+    assert res.objective == pytest.approx(expected, rel=1e-3)
+
+
+@pytest.mark.parametrize("family", ["sparse", "dlrm", "uniform"])
+def test_mp_and_allreduce_ring_edges(family):
+    n, d = 16, 4
+    inst = generators.generate(family, n, d, seed=3)
+    topo = random_regular(n, d, 5)
+    res = assert_agrees(inst, topo)
+    assert {c.kind for c in res.routing.commodities} >= ({"ar"} if inst.allreduce else set())
+    # ring shares are fixed: the rings are route-milp's default rings
+    assert res.routing.rings == route.ring_orders(inst, topo, SolveOptions(topology=topo))
+
+
+@pytest.mark.parametrize("fname, capacity", [("tri.txt", "file"), ("tri.txt", "unit"),
+                                             ("square.txt", "file"), ("square.txt", "unit")])
+def test_sndlib_shared_capacities(data_dir, fname, capacity):
+    inst = read_sndlib(data_dir / "sndlib" / fname, capacity=capacity)
+    exact = route.solve_milp(inst, SolveOptions())
+    res = registry.solve(inst, "route-approx", SolveOptions(extra={"epsilon": 1e-4}))
+    assert res.objective_kind == "max_link_utilization"
+    assert res.objective == pytest.approx(congestion(inst, res.routing), rel=1e-12)
+    assert res.bound <= exact.objective * (1 + 1e-9)
+    assert exact.objective * (1 - 1e-9) <= res.objective <= exact.objective * (1 + 1e-4)
+
+
+def test_bound_is_weak_duality_of_the_returned_lengths():
+    """The certificate: sum_k d_k dist_l(s_k, t_k) / sum_a l(a) cap(a) recomputed by
+    networkx from the returned lengths reproduces the bound (to the safety margin)."""
+    topo = random_regular(14, 3, 7)
+    n = topo.n
+    L = topo.links
+    u, v = np.nonzero(L)
+    arcs = np.stack([u, v], axis=1)
+    rng = np.random.default_rng(0)
+    D = rng.uniform(0, 2, size=(n, n)) * (rng.random((n, n)) < 0.5)
+    np.fill_diagonal(D, 0)
+    res = approx_min_congestion(n, arcs, [np.array([a]) for a in range(len(arcs))],
+                                L[u, v].astype(float), D, 0.01)
+    g = nx.DiGraph()
+    for a, (x, y) in enumerate(arcs):
+        g.add_edge(int(x), int(y), w=float(res.lengths[a]))
+    dist = dict(nx.all_pairs_dijkstra_path_length(g, weight="w"))
+    lb = sum(D[s, t] * dist[s][t] for s, t in zip(*np.nonzero(D), strict=True))
+    lb /= float(res.lengths @ L[u, v])
+    assert res.lower <= lb
+    assert res.lower == pytest.approx(lb, rel=1e-9)
+    assert res.upper - res.lower <= 0.01 * res.upper
+
+
+def test_time_limit_returns_incumbent_and_bound():
+    topo = random_regular(40, 4, 0)
+    inst = all_to_all(40, 4)
+    res = registry.solve(inst, "route-approx",
+                         SolveOptions(topology=topo, time_limit=0.05, extra={"epsilon": 1e-9}))
+    assert res.status is Status.FEASIBLE
+    assert res.routing is not None and res.bound is not None and res.bound <= res.objective
+    metrics = evaluate(inst, res.topology, res.routing)
+    assert check_solution(inst.to_dict(), solution_dict(res, inst, metrics)) == []
+
+
+def test_bad_epsilon_and_formulation_are_clear_errors():
+    topo = Topology.circulant(8, [1, 3])
+    inst = all_to_all(8, 4)
+    with pytest.raises(ValueError, match="epsilon"):
+        registry.solve(inst, "route-approx", SolveOptions(topology=topo, extra={"epsilon": 0}))
+    with pytest.raises(ValueError, match="formulation"):
+        registry.solve(inst, "route-approx",
+                       SolveOptions(topology=random_regular(8, 4, 0),
+                                    extra={"formulation": "symmetric"}))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n, d", [(64, 4), (48, 6)])
+def test_larger_random_regular(n, d):
+    assert_agrees(all_to_all(n, d), random_regular(n, d, 11))
