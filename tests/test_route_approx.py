@@ -4,11 +4,10 @@ never exceeds the LP optimum, checker-clean routings, and the time-limit path.""
 
 from __future__ import annotations
 
-import itertools
-
 import networkx as nx
 import numpy as np
 import pytest
+from test_route import complete, hypercube, torus  # the same closed-form graphs
 
 from topoopt_milp import generators, registry
 from topoopt_milp.check import check_solution
@@ -36,24 +35,6 @@ def random_regular(n, d, seed):
         if nx.is_connected(g):
             return Topology.from_link_list(n, [[u, v, 1] for u, v in g.edges()])
     raise RuntimeError("no connected graph")
-
-
-def torus(a, b):
-    links = []
-    for x, y in itertools.product(range(a), range(b)):
-        v = x * b + y
-        links += [[v, ((x + 1) % a) * b + y, 1], [v, x * b + (y + 1) % b, 1]]
-    return Topology.from_link_list(a * b, links)
-
-
-def hypercube(dim):
-    n = 2**dim
-    return Topology.from_link_list(n, [[v, v ^ (1 << k), 1] for v in range(n) for k in range(dim)
-                                       if v < v ^ (1 << k)])
-
-
-def complete(n):
-    return Topology.from_link_list(n, [[i, j, 1] for i in range(n) for j in range(i + 1, n)])
 
 
 def assert_agrees(inst, topo, eps=EPS, **extra) -> SolveResult:
