@@ -5,7 +5,8 @@ n = 1024, d = 8 within 1% in <= 60 s and <= 4 GB.
 
 Every run is a fresh subprocess (so ``ru_maxrss`` is that run's peak memory) with a wall-clock
 cap (``--cap``, default 300 s; a run past it is reported as ``timeout``). Rows: topology x n;
-columns per method: time, peak RSS, and for route-approx its certified gap and its excess over
+columns per method: wall and CPU time (CPU seconds are the figure to compare on a
+shared machine), peak RSS, and for route-approx its certified gap and its excess over
 the exact optimum when one finished. Methods:
 
 * ``approx`` -- ``route-approx`` end to end (``registry.solve``: model, column generation,
@@ -89,7 +90,7 @@ def child(method: str, kind: str, n: int, eps: float, cap: float) -> dict:
     d = int(kind[-1])
     topo = topology(kind, n)
     inst = make_instance(n, d, 100.0, mp=[(i, j, 1e6) for i in range(n) for j in range(n) if i != j])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out: dict = {}
     if method == "peer":
         out["objective"] = peer_linprog(topo.links, 1e6, 100.0)
@@ -100,6 +101,7 @@ def child(method: str, kind: str, n: int, eps: float, cap: float) -> dict:
         out.update(status=res.status.value, objective=res.objective, bound=res.bound,
                    message=res.message)
     out["time"] = time.perf_counter() - t0
+    out["cpu"] = time.process_time() - c0  # CPU seconds: robust to a loaded machine
     out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
@@ -142,8 +144,9 @@ def main() -> None:
     load = os.getloadavg()
     print(f"# route at scale; cpus={os.cpu_count()}; load {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f}; cap {args.cap:g} s; epsilon {args.epsilon:g}; all-to-all 1 MB, 100 Gbps")
-    print("| topology | n | approx [s] | core [s] | RSS [MB] | cert. gap | vs opt | status |"
-          " milp [s] | RSS [MB] | peer [s] | RSS [MB] | milp/approx | peer/approx |")
+    print("| topology | n | approx wall/cpu [s] | core [s] | RSS [MB] | cert. gap | vs opt |"
+          " status | milp wall/cpu [s] | RSS [MB] | peer wall/cpu [s] | RSS [MB] |"
+          " milp/approx (cpu) | peer/approx (cpu) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for kind in args.topologies.split(","):
         for n in (int(x) for x in args.sizes.split(",")):
@@ -153,15 +156,15 @@ def main() -> None:
             ok_e = e.get("status") == "optimal"
             gap = (a["objective"] - a["bound"]) / a["objective"] if ok_a else None
             vs = (a["objective"] / e["objective"] - 1) if ok_a and ok_e else None
-            ta = a.get("time") if ok_a else None
-            te = e.get("time") if ok_e else None
-            tp = p.get("time") if "objective" in p else None
-            print(f"| {kind} | {n} | {fmt(ta)} | {fmt(core_time(a.get('message', '')))} | "
+            ta, ca = (a.get("time"), a.get("cpu")) if ok_a else (None, None)
+            te, ce = (e.get("time"), e.get("cpu")) if ok_e else (None, None)
+            tp, cp = (p.get("time"), p.get("cpu")) if "objective" in p else (None, None)
+            print(f"| {kind} | {n} | {fmt(ta)}/{fmt(ca)} | {fmt(core_time(a.get('message', '')))} | "
                   f"{fmt(a.get('rss_mb'), '.0f')} | {fmt(gap, '.4f')} | {fmt(vs, '.4f')} | "
-                  f"{a.get('status', '-')}/{e.get('status', '-')} | {fmt(te)} | "
-                  f"{fmt(e.get('rss_mb'), '.0f')} | {fmt(tp)} | {fmt(p.get('rss_mb'), '.0f')} | "
-                  f"{fmt(te / ta if te and ta else None)} | {fmt(tp / ta if tp and ta else None)} |",
-                  flush=True)
+                  f"{a.get('status', '-')}/{e.get('status', '-')} | {fmt(te)}/{fmt(ce)} | "
+                  f"{fmt(e.get('rss_mb'), '.0f')} | {fmt(tp)}/{fmt(cp)} | "
+                  f"{fmt(p.get('rss_mb'), '.0f')} | {fmt(ce / ca if ce and ca else None)} | "
+                  f"{fmt(cp / ca if cp and ca else None)} |", flush=True)
     print(f"# load at end {os.getloadavg()[0]:.2f}")
 
 
