@@ -50,7 +50,7 @@ def topology(kind: str, n: int):
     raise RuntimeError("no connected random regular graph")
 
 
-def peer_linprog(L: np.ndarray, vol: float, gbps: float) -> float:
+def peer_linprog(L: np.ndarray, vol: float, gbps: float, time_limit: float) -> float:
     """Max-concurrent-flow by a textbook source-aggregated arc LP in scipy (seconds)."""
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix, hstack, vstack
@@ -75,7 +75,7 @@ def peer_linprog(L: np.ndarray, vol: float, gbps: float) -> float:
     c = np.zeros(n * m + 1)
     c[-1] = 1.0
     res = linprog(c, A_ub=A_ub, b_ub=np.zeros(m), A_eq=vstack([A_eq]), b_eq=b_eq,
-                  bounds=(0, None), method="highs-ipm")
+                  bounds=(0, None), method="highs-ipm", options={"time_limit": time_limit})
     if res.status != 0:
         raise RuntimeError(res.message)
     return float(res.fun)
@@ -93,7 +93,7 @@ def child(method: str, kind: str, n: int, eps: float, cap: float) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     out: dict = {}
     if method == "peer":
-        out["objective"] = peer_linprog(topo.links, 1e6, 100.0)
+        out["objective"] = peer_linprog(topo.links, 1e6, 100.0, cap)
     else:
         name = "route-approx" if method == "approx" else "route-milp"
         extra = {"epsilon": eps} if method == "approx" else {}
