@@ -64,19 +64,9 @@ import scipy
 from ..backends.pulp_backend import BackendOutcome, highs_version
 from ..instance import Instance
 from ..result import SolveOptions, SolveResult, Status
+from . import _approx_core as core
 from . import _exact
-from ._approx_core import (
-    ALPHA,
-    PRICE_TOL,
-    ApproxResult,
-    Limits,
-    Pricer,
-    master_highs,
-    normalise,
-    run_master,
-    tree_order,
-    tree_sum_up,
-)
+from ._approx_core import ApproxResult
 from ._approx_paths import solve_paths
 
 OPTIMAL_GAP = 1e-6  # a certified gap this small is reported as optimal (LP tolerances)
@@ -138,7 +128,7 @@ def approx_min_congestion(
     arc_id[arcs[:, 0], arcs[:, 1]] = np.arange(m)
     if (arc_id[arcs[:, 0], arcs[:, 1]] != np.arange(m)).any():
         raise ValueError("arcs: duplicate arcs (merge parallel links into one capacity)")
-    limits = Limits(t0, time_limit, max_iter, epsilon)
+    limits = core.Limits(t0, time_limit, max_iter, epsilon)
     if symmetric:
         if len(res_arcs) != m:
             raise ValueError("symmetric: needs one resource per arc (no shared capacities)")
@@ -160,13 +150,13 @@ def _solve_trees(n, arcs, arc_id, res_of_arc, cap, D, limits) -> ApproxResult:
     ccap[cls_of_arc] = cap[res_of_arc]
     C = len(classes)
     sources = np.array([0])
-    pricer = Pricer(n, arcs, cls_of_arc, ccap, sources, D, D[:1], True)
-    h = master_highs(np.concatenate([[1.0], np.full(C, -np.inf)]), np.concatenate([[1.0], np.zeros(C)]),
+    pricer = core.Pricer(n, arcs, cls_of_arc, ccap, sources, D, D[:1], True)
+    h = core.master_highs(np.concatenate([[1.0], np.full(C, -np.inf)]), np.concatenate([[1.0], np.zeros(C)]),
                1 + np.arange(C), ccap, "simplex")
     trees, loads = [], []
 
     def add(dist, pred):
-        acc = tree_sum_up(tree_order(dist), pred, D[:1], sources)[0]
+        acc = core.tree_sum_up(core.tree_order(dist), pred, D[:1], sources)[0]
         v = np.flatnonzero((pred[0] >= 0) & (acc > 0))
         a = arc_id[pred[0, v], v]
         cl = np.bincount(cls_of_arc[a], weights=acc[v], minlength=C)
@@ -177,18 +167,18 @@ def _solve_trees(n, arcs, arc_id, res_of_arc, cap, D, limits) -> ApproxResult:
         trees.append(pred[0].copy())
         loads.append(cl)
 
-    mu0 = normalise(1.0 / ccap, ccap, None)
+    mu0 = core.normalise(1.0 / ccap, ccap, None)
     dist, pred, lb = pricer(mu0)
     if not np.isfinite(dist).all():
         raise ValueError("demand: a pair with demand is not connected")
     bound = pricer.bound(lb, mu0)
     add(dist, pred)
     timings["setup"] = time.perf_counter() - t
-    history, status, alpha, it, x = [], "iteration_limit", ALPHA, 0, np.array([0.0, 1.0])
+    history, status, alpha, it, x = [], "iteration_limit", core.ALPHA, 0, np.array([0.0, 1.0])
     while it < limits.max_iter:
         it += 1
         t = time.perf_counter()
-        ok = run_master(h, limits)
+        ok = core.run_master(h, limits)
         timings["master"] += time.perf_counter() - t
         if not ok:  # stopped by the time limit: keep the last master solution
             status = "time_limit"
@@ -197,22 +187,22 @@ def _solve_trees(n, arcs, arc_id, res_of_arc, cap, D, limits) -> ApproxResult:
         x, y = np.asarray(sol.col_value), np.asarray(sol.row_dual)
         cl = np.stack(loads).T @ np.clip(x[1:], 0, None)
         upper = float((cl / ccap).max())
-        mu = normalise(-y[1:], ccap, mu0)
+        mu = core.normalise(-y[1:], ccap, mu0)
         dist, pred = bound.price(alpha, mu, timings)
         history.append((it, upper, bound.lb, limits.elapsed(), len(trees)))
         status = limits.stop(upper, bound.lb)
         if status:
             break
-        acc = tree_sum_up(tree_order(dist), pred, D[:1], sources)[0]
+        acc = core.tree_sum_up(core.tree_order(dist), pred, D[:1], sources)[0]
         v = np.flatnonzero(pred[0] >= 0)
         cost = float((acc[v] * mu[cls_of_arc[arc_id[pred[0, v], v]]]).sum())
-        if cost >= y[0] - PRICE_TOL * abs(y[0]):
+        if cost >= y[0] - core.PRICE_TOL * abs(y[0]):
             if alpha == 0.0:
                 status = "optimal"
                 break
             alpha = 0.0
             continue
-        alpha = ALPHA
+        alpha = core.ALPHA
         t = time.perf_counter()
         add(dist, pred)
         timings["columns"] += time.perf_counter() - t
