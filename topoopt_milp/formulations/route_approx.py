@@ -33,18 +33,21 @@ small and sparse::
                  sum_{p of k} x_p <= 1       (a row only for pairs with two or more
                  0 <= x_p <= 1                alternatives; one alternative is a bound)
 
-``base(r)`` is the load of all key paths. The master is solved by HiGHS' primal simplex,
-warm-started as columns arrive (new columns keep the basis feasible). Pricing is one
-all-sources Dijkstra (:func:`scipy.sparse.csgraph.dijkstra`) at Wentges-smoothed lengths
+``base(r)`` is the load of all key paths. The master is solved by HiGHS' interior point
+method without crossover, rebuilt every round from a pool that drops the columns the last
+solution does not use (:mod:`._approx_paths`). Pricing is one all-sources Dijkstra
+(:func:`scipy.sparse.csgraph.dijkstra`) at Wentges-smoothed lengths
 ``alpha mu_best + (1 - alpha) mu_master``; it gives the bound above and, per pair, a
 shortest path that enters the master when it is shorter under the master's duals than every
 path the pair has (for an optimal master, the pair's dual is ``d_k`` times that minimum
 length, so this is exactly a negative reduced cost). At most ``max_cols`` columns enter per
-round, the most improving first.
+round, the most improving first; three more Dijkstra runs along the smoothing segment only
+improve the bound.
 
 Circulant symmetry: with a circulant topology and rotation-invariant demand, averaging any
 optimal routing over the ``n`` rotations keeps it optimal, so source 0 suffices. Its columns
-are whole shortest-path trees (Dantzig-Wolfe): one convexity row and one capacity row per
+are whole shortest-path trees (Dantzig-Wolfe, primal simplex warm-started as trees arrive):
+one convexity row and one capacity row per
 difference class ``delta`` (``sum_{a of class delta} load_0(a) <= U L[0, delta]``). The bound
 then uses the rotation-invariant lengths ``mu_delta / n`` on the full graph and the *full*
 demand matrix, so it stays valid whatever the demand.
