@@ -156,6 +156,20 @@ def test_bad_epsilon_and_formulation_are_clear_errors():
                                     extra={"formulation": "symmetric"}))
 
 
+def test_stdout_stays_clean():
+    """No HiGHS banner on stdout (it would corrupt ``--format json`` output): the masters are
+    built through the backend's silent Highs constructor."""
+    import subprocess
+    import sys
+
+    code = ("from topoopt_milp.formulations.route_approx import approx_min_congestion as f;"
+            "import numpy as np;"
+            "f(3, np.array([[0,1],[1,2],[2,0]]), [np.array([0]), np.array([1]), np.array([2])],"
+            " np.ones(3), np.ones((3, 3)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == ""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("n, d", [(64, 4), (48, 6)])
 def test_larger_random_regular(n, d):

@@ -13,6 +13,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
+from ..backends.pulp_backend import _new_highs
+
 U_ROUND = 2.0**-53
 LENGTH_FLOOR = 1e-7  # relative floor on lengths: strictly positive arcs order every tree
 PRICE_TOL = 1e-9  # relative improvement a new path needs to enter
@@ -280,7 +282,7 @@ def master_highs(nrow_lo, nrow_up, cap_rows, cap, solver: str) -> highspy.Highs:
     capacity rows). ``solver``: ``"ipm"`` (interior point without crossover: the path master
     is highly degenerate, and well-centred duals price better) or ``"simplex"`` (primal,
     warm-started; for the tiny circulant master)."""
-    h = highspy.Highs()
+    h = _new_highs()  # without HiGHS' start-up banner on stdout
     h.setOptionValue("output_flag", False)
     if solver == "ipm":
         h.setOptionValue("solver", "ipm")
