@@ -178,10 +178,10 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
         it += 1
         t = time.perf_counter()
         h = _master(pool, base, cap, n)
-        ok = run_master(h, limits)
+        stop = run_master(h, limits)
         timings["master"] += time.perf_counter() - t
-        if not ok:  # stopped by the time limit: keep the last master solution
-            status = "time_limit"
+        if stop:  # keep the last master solution
+            status = stop
             break
         sol = h.getSolution()
         last_pool, x = pool, np.asarray(sol.col_value)

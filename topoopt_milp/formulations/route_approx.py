@@ -181,10 +181,10 @@ def _solve_trees(n, arcs, arc_id, res_of_arc, cap, D, limits) -> ApproxResult:
     while it < limits.max_iter:
         it += 1
         t = time.perf_counter()
-        ok = core.run_master(h, limits)
+        stop = core.run_master(h, limits)
         timings["master"] += time.perf_counter() - t
-        if not ok:  # stopped by the time limit: keep the last master solution
-            status = "time_limit"
+        if stop:  # keep the last master solution
+            status = stop
             break
         sol = h.getSolution()
         x, y = np.asarray(sol.col_value), np.asarray(sol.row_dual)
