@@ -27,6 +27,8 @@ Lower bounds (no ``d``-port direct-connect topology beats them):
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 from .instance import Instance
@@ -36,20 +38,24 @@ OBJECTIVE_KINDS = ("comm_time", "max_link_utilization", "diameter", "total_hops"
 
 
 def arc_loads(n: int, routing: Routing) -> np.ndarray:
-    """``n x n`` matrix of bytes carried by each directed arc."""
-    flat: list[int] = []
+    """``n x n`` matrix of bytes carried by each directed arc (one pass over the paths in
+    Python, the rest in numpy: routings of large instances have millions of hops)."""
+    paths: list[tuple[int, ...]] = []
     weights: list[float] = []
     for c in routing.commodities:
         for path, frac in c.paths:
-            hops = len(path) - 1
-            if hops <= 0:
-                continue
-            w = c.bytes * frac
-            flat.extend(path[k] * n + path[k + 1] for k in range(hops))
-            weights.extend([w] * hops)
-    if not flat:
+            if len(path) > 1:
+                paths.append(path)
+                weights.append(c.bytes * frac)
+    if not paths:
         return np.zeros((n, n))
-    return np.bincount(flat, weights=weights, minlength=n * n).reshape(n, n)
+    lens = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
+    flat = np.fromiter(chain.from_iterable(paths), dtype=np.int64, count=int(lens.sum()))
+    hop = np.ones(len(flat) - 1, dtype=bool)
+    hop[np.cumsum(lens)[:-1] - 1] = False  # the step from one path's end to the next start
+    w = np.repeat(np.asarray(weights), lens - 1)
+    arcs = flat[:-1][hop] * n + flat[1:][hop]
+    return np.bincount(arcs, weights=w, minlength=n * n).reshape(n, n)
 
 
 def congestion(topology: Topology, loads: np.ndarray, link_bytes_per_s: float) -> float:

@@ -302,6 +302,18 @@ class RouteMilpParams(Params):
 
 
 @dataclass(frozen=True)
+class RouteApproxParams(Params):
+    """route-approx: the certified (1 + epsilon)-approximate route LP."""
+
+    epsilon: float = knob(0.01, "route-approx: target certified gap (upper - lower) / upper.",
+                          positive=True, maximum=0.999)
+    formulation: str = knob("auto", "route-approx: auto (circulant reduction when it applies), "
+                                    "source (paths), symmetric.",
+                            choices=("auto", "source", "symmetric"))
+    rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
+
+
+@dataclass(frozen=True)
 class RouteCpsatParams(Params):
     rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
     k_paths: int = k_paths_knob()

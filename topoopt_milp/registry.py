@@ -50,7 +50,7 @@ class Method:
     name: str
     problem: str
     kind: str
-    backend: str  # heuristic | milp | cpsat
+    backend: str  # heuristic | milp | cpsat | approx | analytic
     target: str  # "module:function", relative to the package
     params: type[P.Params]
     description: str
@@ -183,6 +183,11 @@ METHODS: dict[str, Method] = {
                P.RouteMilpParams,
                "min-congestion routing on a fixed topology: LP / path LP / unsplittable MILP",
                scope=_ROUTE_SCOPE + " (variants ksp / unsplittable: restricted)"),
+        Method("route-approx", "route", "exact", "approx", ".formulations.route_approx:solve",
+               P.RouteApproxParams,
+               "(1+eps)-approximate min-congestion routing on a fixed topology: path column "
+               "generation with a certified Lagrangian bound",
+               scope=_ROUTE_SCOPE),
         Method("route-cpsat", "route", "restricted", "cpsat", ".formulations.route:solve_cpsat",
                P.RouteCpsatParams,
                "unsplittable min-congestion routing on a fixed topology: CP-SAT",

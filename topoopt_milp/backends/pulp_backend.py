@@ -24,6 +24,7 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -43,7 +44,10 @@ LP_ALGORITHMS = {"simplex": "simplex", "ipm": "ipm", "pdlp": "pdlp"}
 
 @dataclass(frozen=True)
 class BackendOutcome:
-    """What a backend hands back to a formulation (model units, not seconds)."""
+    """What a backend hands back to a formulation (model units, not seconds).
+
+    ``values`` maps variable names to values; array models also get ``x``, the column vector
+    in model order (cheaper than the names for models with millions of columns)."""
 
     status: Status
     objective: float | None
@@ -51,9 +55,32 @@ class BackendOutcome:
     runtime_s: float
     backend: str
     version: str
-    values: dict[str, float]
+    values: Mapping[str, float]
     message: str = ""
     interrupted: bool = False  # stopped by the user (Ctrl-C): the incumbent, not a proof
+    x: np.ndarray | None = None
+
+
+class _NamedValues(Mapping):
+    """Read-only ``name -> value`` view of a column vector; the name index is built on first
+    use only (route's LPs read the vector and never pay for it)."""
+
+    def __init__(self, names: list[str], x: np.ndarray):
+        self._names, self._x, self._index = names, x, None
+
+    def _idx(self) -> dict[str, int]:
+        if self._index is None:
+            self._index = {nm: j for j, nm in enumerate(self._names)}
+        return self._index
+
+    def __getitem__(self, name: str) -> float:
+        return float(self._x[self._idx()[name]])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 @dataclass
@@ -313,11 +340,12 @@ def solve_matrix(
     has_sol = info.primal_solution_status == 2  # kSolutionStatusFeasible
     status, message = _highs_status(ms, has_sol, h)
     objective = bound = None
-    values: dict[str, float] = {}
+    values: Mapping[str, float] = {}
+    col = None
     if status.has_solution:
         objective = float(info.objective_function_value)
         col = np.asarray(h.getSolution().col_value)
-        values = dict(zip(model.names, col.tolist(), strict=True))
+        values = _NamedValues(model.names, col)
         if model.is_mip:
             b = float(info.mip_dual_bound)
             bound = b if math.isfinite(b) else None
@@ -331,7 +359,8 @@ def solve_matrix(
         b = float(info.mip_dual_bound)
         bound = b if math.isfinite(b) else None
     return BackendOutcome(status, objective, bound, runtime, "highs", highs_version(), values,
-                          message, interrupted=ms == highspy.HighsModelStatus.kInterrupt)
+                          message, interrupted=ms == highspy.HighsModelStatus.kInterrupt,
+                          x=col)
 
 
 def _highs_status(ms, has_solution: bool, h) -> tuple[Status, str]:

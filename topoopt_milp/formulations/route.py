@@ -226,6 +226,9 @@ def _model(rows, cols, vals, ncol, row_lo, row_up, names, integer=None, col_up=N
 
 
 def _values(outcome, names: list[str]) -> np.ndarray:
+    """Column values in model order: HiGHS' vector itself, or by name (CBC)."""
+    if outcome.x is not None and len(outcome.x) == len(names):
+        return np.asarray(outcome.x, dtype=float)
     vals = outcome.values
     return np.array([vals.get(nm, 0.0) for nm in names])
 

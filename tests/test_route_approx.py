@@ -1,0 +1,201 @@
+"""route-approx: agreement with route-milp within eps (random regular graphs, circulants,
+closed forms, mixed MP + AllReduce traffic, SNDlib shared capacities), a certified bound that
+never exceeds the LP optimum, checker-clean routings, and the time-limit path."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from test_route import complete, hypercube, torus  # the same closed-form graphs
+
+from topoopt_milp import generators, registry
+from topoopt_milp.check import check_solution
+from topoopt_milp.evaluate import comm_time, evaluate
+from topoopt_milp.evaluate import shared_congestion as congestion
+from topoopt_milp.formulations import route
+from topoopt_milp.formulations.route_approx import approx_min_congestion
+from topoopt_milp.instance import make_instance
+from topoopt_milp.result import SolveResult, Status, finite_json, solution_dict
+from topoopt_milp.sndlib import read_sndlib
+from topoopt_milp.topology import Topology
+
+GBPS = 100.0
+B = GBPS * 1.25e8
+VOL = 1e6
+EPS = 0.01
+
+
+def all_to_all(n, d, vol=VOL):
+    return make_instance(n, d, GBPS, mp=[(i, j, vol) for i in range(n) for j in range(n) if i != j])
+
+
+def random_regular(n, d, seed):
+    for s in range(seed, seed + 50):
+        g = nx.random_regular_graph(d, n, seed=s)
+        if nx.is_connected(g):
+            return Topology.from_link_list(n, [[u, v, 1] for u, v in g.edges()])
+    raise RuntimeError("no connected graph")
+
+
+def assert_agrees(inst, topo, eps=EPS, **extra) -> SolveResult:
+    """route-approx is checker-clean, within eps of its own bound, its bound is at most the
+    exact LP optimum and its objective at most (1 + eps) times it."""
+    fixed = inst.with_topology(topo.links) if inst.topology is None else inst
+    exact = registry.solve(fixed, "route-milp")
+    assert exact.status is Status.OPTIMAL
+    res = registry.solve(fixed, "route-approx", epsilon=eps, **extra)
+    assert res.status.has_solution, res.message
+    metrics = evaluate(inst, res.topology, res.routing)
+    assert check_solution(fixed.to_dict(), finite_json(solution_dict(res, fixed, metrics))) == []
+    assert res.objective == pytest.approx(comm_time(inst, res.topology, res.routing), rel=1e-12)
+    assert res.bound <= exact.objective * (1 + 1e-7)  # certified: never above the optimum
+    assert res.objective >= exact.objective * (1 - 1e-7)  # no routing beats the optimum
+    assert res.gap <= eps + 1e-12
+    assert res.objective <= exact.objective * (1 + eps)
+    return res
+
+
+@pytest.mark.parametrize("n, d, seed", [(12, 3, 0), (16, 4, 1), (20, 4, 2), (24, 5, 3)])
+def test_random_regular_agrees_with_route_milp(n, d, seed):
+    topo = random_regular(n, d, seed)
+    res = assert_agrees(all_to_all(n, d), topo)
+    assert "formulation=paths" in res.message
+
+
+@pytest.mark.parametrize("n, jumps", [(12, (1, 5)), (16, (1, 3)), (21, (1, 4, 9))])
+def test_circulant_uses_one_source_and_agrees(n, jumps):
+    topo = Topology.circulant(n, jumps)
+    inst = all_to_all(n, 2 * len(jumps))
+    res = assert_agrees(inst, topo)
+    assert "formulation=symmetric" in res.message
+    full = assert_agrees(inst, topo, formulation="source")  # the path CG on the same problem
+    assert "formulation=paths" in full.message
+
+
+@pytest.mark.parametrize(
+    "topo, hops",
+    [(Topology.circulant(8, [1]), 8.0), (complete(6), 1.0), (hypercube(4), 8.0),
+     (torus(4, 4), 8.0), (torus(5, 5), 15.0)],
+    ids=["ring8", "complete6", "hypercube16", "torus4x4", "torus5x5"],
+)
+def test_closed_forms(topo, hops):
+    """Uniform all-to-all on arc-transitive graphs: T = hops * VOL / B (see test_route)."""
+    n, d = topo.n, int(topo.degrees().max())
+    res = assert_agrees(all_to_all(n, d), topo, eps=1e-3)
+    expected = hops * VOL / B
+    assert res.bound <= expected * (1 + 1e-9)
+    assert res.objective == pytest.approx(expected, rel=1e-3)
+
+
+@pytest.mark.parametrize("family", ["sparse", "dlrm", "uniform"])
+def test_mp_and_allreduce_ring_edges(family):
+    n, d = 16, 4
+    inst = generators.generate(family, n, d, seed=3)
+    topo = random_regular(n, d, 5)
+    res = assert_agrees(inst, topo)
+    assert {c.kind for c in res.routing.commodities} >= ({"ar"} if inst.allreduce else set())
+    # ring shares are fixed: the rings are route-milp's default rings
+    assert res.routing.rings == route.ring_orders(inst, topo, registry.get("route-milp").options())
+
+
+@pytest.mark.parametrize("fname, capacity", [("tri.txt", "file"), ("tri.txt", "unit"),
+                                             ("square.txt", "file"), ("square.txt", "unit")])
+def test_sndlib_shared_capacities(data_dir, fname, capacity):
+    inst = read_sndlib(data_dir / "sndlib" / fname, capacity=capacity)
+    exact = registry.solve(inst, "route-milp")
+    res = registry.solve(inst, 'route-approx', epsilon=0.0001)
+    assert res.objective_kind == "max_link_utilization"
+    assert res.objective == pytest.approx(congestion(inst, res.routing), rel=1e-12)
+    assert res.bound <= exact.objective * (1 + 1e-9)
+    assert exact.objective * (1 - 1e-9) <= res.objective <= exact.objective * (1 + 1e-4)
+
+
+def test_bound_is_weak_duality_of_the_returned_lengths():
+    """The certificate: sum_k d_k dist_l(s_k, t_k) / sum_a l(a) cap(a) recomputed by
+    networkx from the returned lengths reproduces the bound (to the safety margin)."""
+    topo = random_regular(14, 3, 7)
+    n = topo.n
+    L = topo.links
+    u, v = np.nonzero(L)
+    arcs = np.stack([u, v], axis=1)
+    rng = np.random.default_rng(0)
+    D = rng.uniform(0, 2, size=(n, n)) * (rng.random((n, n)) < 0.5)
+    np.fill_diagonal(D, 0)
+    res = approx_min_congestion(n, arcs, [np.array([a]) for a in range(len(arcs))],
+                                L[u, v].astype(float), D, 0.01)
+    g = nx.DiGraph()
+    for a, (x, y) in enumerate(arcs):
+        g.add_edge(int(x), int(y), w=float(res.lengths[a]))
+    dist = dict(nx.all_pairs_dijkstra_path_length(g, weight="w"))
+    lb = sum(D[s, t] * dist[s][t] for s, t in zip(*np.nonzero(D), strict=True))
+    lb /= float(res.lengths @ L[u, v])
+    assert res.lower <= lb
+    assert res.lower == pytest.approx(lb, rel=1e-9)
+    assert res.upper - res.lower <= 0.01 * res.upper
+
+
+def test_time_limit_returns_incumbent_and_bound():
+    topo = random_regular(40, 4, 0)
+    inst = all_to_all(40, 4)
+    res = registry.solve(inst.with_topology(topo.links), 'route-approx', time_limit=0.05, epsilon=1e-09)
+    assert res.status is Status.FEASIBLE
+    assert res.routing is not None and res.bound is not None and res.bound <= res.objective
+    metrics = evaluate(inst, res.topology, res.routing)
+    assert check_solution(inst.to_dict(), solution_dict(res, inst, metrics)) == []
+
+
+def test_bad_epsilon_and_formulation_are_clear_errors():
+    topo = Topology.circulant(8, [1, 3])
+    inst = all_to_all(8, 4)
+    with pytest.raises(ValueError, match="epsilon"):
+        registry.solve(inst.with_topology(topo.links), 'route-approx', epsilon=0)
+    with pytest.raises(ValueError, match="formulation"):
+        registry.solve(inst.with_topology(random_regular(8, 4, 0).links), 'route-approx',
+                       formulation='symmetric')
+
+
+def test_stdout_stays_clean():
+    """No HiGHS banner on stdout (it would corrupt ``--format json`` output): the masters are
+    built through the backend's silent Highs constructor."""
+    import subprocess
+    import sys
+
+    code = ("from topoopt_milp.formulations.route_approx import approx_min_congestion as f;"
+            "import numpy as np;"
+            "f(3, np.array([[0,1],[1,2],[2,0]]), [np.array([0]), np.array([1]), np.array([2])],"
+            " np.ones(3), np.ones((3, 3)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n, d", [(64, 4), (48, 6)])
+def test_larger_random_regular(n, d):
+    assert_agrees(all_to_all(n, d), random_regular(n, d, 11))
+
+
+def test_evaluate_routing_approx_one_command(tmp_path):
+    """`evaluate --routing approx` gives any topology's near-optimal routing time and a
+    certified bound in one command (and writes the re-routed solution)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from topoopt_milp.cli import main
+
+    inst = generators.generate("uniform", 16, 4, seed=0)
+    path, sol, out = tmp_path / "i.json", tmp_path / "s.json", tmp_path / "r.json"
+    inst.save(path)
+    runner = CliRunner()
+    assert runner.invoke(main, ["solve", str(path), "-m", "expander", "--out", str(sol)]).exit_code == 0
+    r = runner.invoke(main, ["evaluate", str(path), str(sol), "--routing", "approx", "--out",
+                             str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output[r.output.index('{\n "routing"'):])
+    assert data["bound_s"] <= data["comm_time_s"] <= data["bound_s"] * (1 + EPS) + 1e-15
+    exact = registry.solve(inst.with_topology(registry.solve(inst, "expander").topology.links,
+                                              registry.solve(inst, "expander").routing.rings),
+                           "route-milp")
+    assert data["bound_s"] <= exact.objective * (1 + 1e-7) <= data["comm_time_s"] * (1 + 1e-7)
+    assert json.loads(out.read_text())["method"] == "route-approx"
