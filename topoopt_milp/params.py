@@ -144,9 +144,10 @@ class SolverParams(Params):
                           minimum=0, maximum=1)
     solver: str = knob("highs", "MILP/LP solver behind PuLP models.", choices=("highs", "cbc"))
     lp_algorithm: str = knob(
-        "ipm", "HiGHS LP algorithm for route LPs: ipm (interior point; the fast one from "
-        "n = 32 on), simplex (small LPs), pdlp (first order; slow at these tolerances).",
-        choices=("ipm", "simplex", "pdlp"))
+        "ipm", "HiGHS LP algorithm for LPs (route-milp): ipm (interior point, the fastest "
+        "measured from n = 32 on; practical to n ~ 128-256 on 2 cores; beyond, use "
+        "route-approx), simplex (17-27x slower from n = 64), pdlp (first order: not practical "
+        "at 1e-4..1e-6 tolerances on 2 cores).", choices=("ipm", "simplex", "pdlp"))
     crossover: str = knob(
         "auto", "Interior-point crossover: auto (off for route LPs, whose flows are decomposed "
         "into paths anyway), on, off.", choices=("auto", "on", "off"))
