@@ -120,20 +120,33 @@ def _bound_kw(bound_methods, no_analytic) -> dict:
 
 @main.command("table")
 @click.argument("stores", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--by", type=click.Choice(["instance", "family"]), default="instance", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["md", "latex", "csv"]), default="md",
+@click.option("--by", type=click.Choice(["instance", "family"]), default="instance", show_default=True,
+              help="One row per (instance, method), or per (family, method).")
+@click.option("--format", "fmt", type=click.Choice(["md", "latex", "csv", "json"]), default="md",
               show_default=True)
-@click.option("--wide", type=click.Choice(["gap_pct", "objective", "runtime_s"]), default=None,
+@click.option("--wide", type=click.Choice(["gap_pct", "ratio", "objective", "runtime_s"]),
+              default=None,
               help="--by instance: one row per instance, one column per method with this value.")
+@click.option("--label", default=None,
+              help="LaTeX \\label (per-family tables append -FAMILY) [default: tab:families, "
+                   "tab:instances, tab:gaps, ...].")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
               help="Write the table here instead of stdout.")
 @_bound_opts
-def table_cmd(stores, by, fmt, wide, out, families, methods_filter, bound_methods, no_analytic) -> None:
-    """Gap table from one or more run STORES: per instance or per family."""
+def table_cmd(stores, by, fmt, wide, label, out, families, methods_filter, bound_methods,
+              no_analytic) -> None:
+    """Gap table from one or more run STORES: per instance or per family.
+
+    LaTeX tables need \\usepackage{booktabs,graphicx,rotating}; they fit the page (rotated
+    and split when large), per-instance ones one table per family."""
     from ..bench.tables import table
 
-    text = table(_runs(stores, families, methods_filter), by, fmt, wide=wide,
+    text = table(_runs(stores, families, methods_filter), by, fmt, wide=wide, label=label,
                  **_bound_kw(bound_methods, no_analytic))
+    _write_text(text, out)
+
+
+def _write_text(text: str, out: str | None) -> None:
     if out:
         with open(out, "w") as fh:
             fh.write(text)
