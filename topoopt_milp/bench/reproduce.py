@@ -8,8 +8,8 @@ Everything under ``results/`` is produced here from raw run records (nothing han
   ``instances.{md,tex,csv}`` -- per (instance, method): status, objective, bound, runtime;
 * ``families.{md,tex,csv}`` -- per family and method: optimal runs, mean / max gap,
   shifted geometric mean runtime;
-* ``gap-<family>.png``, ``runtime-<family>.png``, ``profile-<family>.png`` and
-  ``iteration.png`` -- the figures of :mod:`.plots` (see :func:`family_figures`);
+* ``gap-<family>``, ``runtime-<family>``, ``profile-<family>`` and ``iteration``, each as
+  ``.png`` and ``.pdf`` -- the figures of :mod:`.plots` (see :func:`family_figures`);
 * ``reference/<family>.csv`` -- best known objective and best bound per instance (the values
   committed as ``instances/<family>/reference.csv``).
 
@@ -124,10 +124,12 @@ def reference_table(runs: pd.DataFrame, **bound_kw) -> pd.DataFrame:
 
 
 def family_figures(runs: pd.DataFrame, out: Path, **bound_kw) -> list[Path]:
-    """Figures per family -- ``gap-<family>.png``, ``runtime-<family>.png`` and the Dolan-More
-    profile ``profile-<family>.png`` over the methods that ran on every instance of the family
-    (families run different methods, so a single profile would share no instance) -- and
-    ``iteration.png`` from the ``bandwidth`` family (every model at five link rates)."""
+    """Figures per family, each as PNG and PDF -- ``gap-<family>``, ``runtime-<family>`` and
+    the Dolan-More profile ``profile-<family>`` over the methods that ran on every instance
+    of the family (families run different methods, so a single profile would share no
+    instance); each drawn against the parameter that varies in the family
+    (:func:`.plots.choose_axes`) -- and ``iteration`` from the ``bandwidth`` family (every
+    model at five link rates)."""
     written = []
     for family, grp in runs.groupby("family"):
         size = grp["instance_hash"].nunique()
@@ -139,15 +141,12 @@ def family_figures(runs: pd.DataFrame, out: Path, **bound_kw) -> list[Path]:
         for kind, draw in jobs:
             path = out / f"{kind}-{family}.png"
             try:
-                draw(str(path))
+                written.extend(draw(path))
             except NoDataError as exc:
                 log.info("no %s: %s", path.name, exc)
-                continue
-            written.append(path)
     bandwidth = runs[runs["family"] == "bandwidth"]
     if not bandwidth.empty:
-        plot_iteration(bandwidth, str(out / "iteration.png"))
-        written.append(out / "iteration.png")
+        written.extend(plot_iteration(bandwidth, out / "iteration.png"))
     return written
 
 

@@ -159,17 +159,18 @@ def _write_text(text: str, out: str | None) -> None:
 @click.argument("stores", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--kind", type=click.Choice(["gap", "runtime", "profile", "iteration"]), required=True)
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
-              help="FIG.png, FIG.pdf or FIG.svg.")
+              help="FIG.png (a FIG.pdf is written beside it), FIG.pdf or FIG.svg.")
 @click.option("--measure", type=click.Choice(["objective", "runtime"]), default="objective",
               show_default=True, help="Performance-profile measure.")
 @_bound_opts
 def plot_cmd(stores, kind, out, measure, families, methods_filter, bound_methods, no_analytic) -> None:
-    """Figure from one or more run STORES."""
+    """Figure from one or more run STORES, drawn against the instance parameter that varies
+    in them (the link rate, n, d, the MP share; a second one gives panels)."""
     from ..bench.plots import plot
 
     kw = _bound_kw(bound_methods, no_analytic) if kind == "gap" else {}
-    plot(_runs(stores, families, methods_filter), kind, out, measure=measure, **kw)
-    click.echo(f"wrote {out}")
+    for path in plot(_runs(stores, families, methods_filter), kind, out, measure=measure, **kw):
+        click.echo(f"wrote {path}")
 
 
 @main.command()
