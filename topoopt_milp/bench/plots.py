@@ -67,7 +67,7 @@ TEXT_IN = 7.0     # the text width: figures with panels
 HEIGHT_IN = 2.4
 STYLE = {"font.size": 7, "axes.titlesize": 7, "axes.labelsize": 7, "legend.fontsize": 6,
          "xtick.labelsize": 6, "ytick.labelsize": 6, "lines.linewidth": 1.0,
-         "lines.markersize": 4, "axes.linewidth": 0.6, "savefig.dpi": 300,
+         "lines.markersize": 4, "axes.linewidth": 0.6, "savefig.dpi": 200,
          "pdf.fonttype": 42, "svg.fonttype": "none"}
 _MARKERS = "osD^vP*X<>"
 _LINES = ("-", "--", ":", "-.")
