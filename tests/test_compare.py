@@ -30,7 +30,7 @@ def test_compare_json_gaps_against_exact_bound(inst_path):
                                   f"ring,totientperms,expander,{EXACT}", "--time-limit", "20",
                                   "--format", "json"])
     assert r.exit_code == 0, r.output
-    rows = {row["method"]: row for row in json.loads(r.output)}
+    rows = {row["method"]: row for row in json.loads(r.stdout)}
     assert set(rows) == {"ring", "totientperms", "expander", EXACT}
     exact = rows[EXACT]
     assert exact["status"] == "optimal"

@@ -5,7 +5,7 @@ Every method (heuristic or exact) takes an :class:`~topoopt_milp.instance.Instan
 file ``"format": "topoopt-solution/1"`` is written from a result plus the metrics computed by
 :mod:`topoopt_milp.evaluate`.
 
-Statuses: ``optimal`` means proven within the method's own family problem (DESIGN.md section
+Statuses: ``optimal`` means proven within the method's own problem (DESIGN.md section
 10: every topology for alloc and joint, the candidate circulants for select, the fixed
 topology for route). A restricted model that proves the optimum of its own model reports
 ``status = feasible`` and ``scope_status = optimal``; its ``scope`` says which model.

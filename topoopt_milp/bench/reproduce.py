@@ -87,11 +87,15 @@ def run_plan(library: Path, out: Path, quick: bool, jobs: int = 1, progress: boo
     """Run every sweep of the plan into ``out/runs.sqlite`` (resuming) and return its path."""
     out.mkdir(parents=True, exist_ok=True)
     store = out / "runs.sqlite"
-    for sweep in plan(quick):
-        tasks = build_tasks(instance_paths(library, sweep), sweep.methods, sweep.seeds,
-                            sweep.time_limit, dict(sweep.settings))
+    sweeps = plan(quick)
+    for k, sweep in enumerate(sweeps, 1):
+        paths = instance_paths(library, sweep)
+        tasks = build_tasks(paths, sweep.methods, sweep.seeds, sweep.time_limit,
+                            dict(sweep.settings))
         log.info("sweep %s: %d runs", sweep.family, len(tasks))
-        summary = run_sweep(tasks, store, jobs=jobs, progress=progress)
+        label = (f"sweep {k}/{len(sweeps)} {sweep.family}: {len(paths)} instances x "
+                 f"{len(sweep.methods)} methods")
+        summary = run_sweep(tasks, store, jobs=jobs, progress=progress, label=label)
         log.info("sweep %s: %d ran, %d skipped, %d errors", sweep.family, summary.ran,
                  summary.skipped, summary.errors)
     return store

@@ -19,7 +19,7 @@ edited by hand):
   runtimes, ``status`` the status (``"optimal 2, error 1"`` when the seeds disagree);
   ``routing_gap_pct`` the mean gap to the route LP on the run's own topology and rings, where
   such a run exists (the ``-lp`` heuristics).
-* per-family rows count every status (``optimal`` is proven within the family's own problem;
+* per-family rows count every status (``optimal`` is proven within the method's own problem;
   a restricted model proving its own optimum counts as ``feasible``).
 * **shifted geometric mean** of runtimes ``t_1..t_k`` with shift ``s = 1`` second:
   ``sgm = exp( (1/k) * sum_i ln(t_i + s) ) - s``. The shift keeps sub-second heuristic runs
