@@ -408,7 +408,7 @@ def run_sweep(
                 store.put(rec, replace=True)
                 counts["ran"] += 1
                 counts["errors"] += rec.get("status") == "error"
-                advance(rec)
+                advance((rec, counts["errors"]))
                 if on_record is not None:
                     on_record(rec)
 
@@ -420,9 +420,12 @@ def run_sweep(
     return SweepSummary(total, skipped, counts["ran"], counts["errors"], time.perf_counter() - t0)
 
 
-def _run_text(rec: dict[str, Any]) -> str:
-    return (f"{rec.get('instance_name')}/{rec.get('method')}/seed{rec.get('seed')}: "
-            f"{rec.get('status')}")
+def _run_text(item: tuple[dict[str, Any], int]) -> str:
+    """The progress bar's text: the errors so far and the last run with its status."""
+    rec, errors = item
+    run = (f"{rec.get('instance_name')}/{rec.get('method')}/seed{rec.get('seed')}: "
+           f"{rec.get('status')}")
+    return f"{errors} errors | {run}" if errors else run
 
 
 @contextlib.contextmanager
