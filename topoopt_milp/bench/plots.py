@@ -236,11 +236,16 @@ def _finish(fig, axes, title: str) -> None:
                     labels.append(lab)
         fig.suptitle(title, fontsize=STYLE["axes.titlesize"])
         if labels:
-            ncol = min(len(labels), 2 if len(axes) == 1 else 4)
-            fig.legend([handles[lab] for lab in labels], labels, loc="outside lower center",
-                       ncol=ncol, frameon=False, handlelength=2.6, columnspacing=1.2)
-            rows = math.ceil(len(labels) / ncol)
-            fig.set_figheight(HEIGHT_IN + 0.13 * rows)
+            # as many legend columns as fit the figure's width (measured, not guessed)
+            renderer = fig.canvas.get_renderer()
+            for ncol in range(min(len(labels), 5), 0, -1):
+                legend = fig.legend([handles[lab] for lab in labels], labels,
+                                    loc="outside lower center", ncol=ncol, frameon=False,
+                                    handlelength=2.6, columnspacing=1.2)
+                if ncol == 1 or legend.get_window_extent(renderer).width <= 0.94 * fig.bbox.width:
+                    break
+                legend.remove()
+            fig.set_figheight(HEIGHT_IN + 0.13 * math.ceil(len(labels) / ncol))
 
 
 def _families(runs: pd.DataFrame) -> str:
