@@ -234,9 +234,9 @@ def test_wide_table(runs):
     # f2 ran ring only (select-milp errored): its table has no empty method columns, and one
     # bound (the analytic one) is named in the caption instead of a letter on every cell
     assert "alloc-milp" not in f2 and r"\textsuperscript" not in f2
-    assert "Bound: analytic" in tex
+    assert "measured against one bound: analytic" in tex
     md = table(runs, "instance", "md", wide="gap_pct")
-    assert "Bounds: a = " in md and "41.67 (" in md
+    assert "A letter names the bound: a = " in md and "41.67 (" in md
     with pytest.raises(ValueError, match="value"):
         wide_table(runs, "bound")
 

@@ -226,7 +226,6 @@ def table(runs: pd.DataFrame, by: str, fmt: str, wide: str | None = None,
            "route LP on the method's own topology and rings) and runtime. " + bounds)
     if fmt != "latex":
         return render(df, fmt, caption=cap)
-    cap += " A letter on a bound names it."
     texts = {i: f"{r['bound_source']} [{r['bound_scope']}]" for i, r in df.iterrows()
              if isinstance(r["bound_source"], str) and r["bound_source"] != "-"}
     letters = _letters(texts.values())
@@ -254,9 +253,9 @@ def _legend(marks: dict, letters: dict[str, str], rows=None, columns=None) -> tu
     used = set(kept.values())
     names = {v: k for k, v in letters.items()}
     if len(used) == 1:
-        return {}, f"Bound: {names[used.pop()]}."
+        return {}, f"Every value is measured against one bound: {names[used.pop()]}."
     items = [f"{v} = {k}" for k, v in letters.items() if v in used]
-    return kept, ("Bounds: " + "; ".join(items) + ".") if items else ""
+    return kept, ("A letter names the bound: " + "; ".join(items) + ".") if items else ""
 
 
 def _wide_text(runs, wide, fmt, label, bounds, bound_kw) -> str:
@@ -270,7 +269,7 @@ def _wide_text(runs, wide, fmt, label, bounds, bound_kw) -> str:
                 marks[(i, m)] = letter
     cap = f"{WIDE_WHAT[wide]}, per instance; - where the method did not run or found no solution."
     if wide in ("gap_pct", "ratio"):
-        cap += " A letter beside a value names the bound it is measured against. " + bounds
+        cap += " " + bounds
     letters = {v: k for k, v in key["legend"].items()}
     if fmt in ("csv", "json") and letters:
         for m in methods:
