@@ -21,7 +21,7 @@ more than one value, the x axis is the one with the most values (ties: the order
 :data:`AXES`); the model size is used only when none of them varies. A second varying
 parameter with at most four values gives one panel per value, when every panel then still
 has two x values (else its values are averaged, and the axis label says so). An axis whose
-values span a factor of 10 or more is logarithmic.
+values span a factor of 10 or more is logarithmic (shares stay linear).
 
 **Telling methods apart.** Every method keeps one colour, marker and line style in every
 figure (its place in the registry); markers are hollow so that coinciding points of two
@@ -183,7 +183,7 @@ def choose_axes(params: pd.DataFrame) -> tuple[Axis, Axis | None]:
 
 def _scale(ax, axis: Axis, values) -> None:
     v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
-    if len(v) and v.min() > 0 and v.max() / v.min() >= 10:
+    if len(v) and v.min() > 0 and v.max() / v.min() >= 10 and not axis.percent:
         powers_of_two = np.allclose(np.log2(v), np.round(np.log2(v)))
         ax.set_xscale("log", base=2 if powers_of_two else 10)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda t, _: f"{t:g}"))
