@@ -35,3 +35,42 @@ def instance_dict() -> dict:
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+TEX_INSTALL = ("apt-get install --no-install-recommends texlive-latex-base "
+               "texlive-latex-recommended (what .ci/run does)")
+
+
+@pytest.fixture
+def compile_latex(tmp_path):
+    """``compile_latex(texts)``: typeset each LaTeX table text in the minimal article with the
+    preamble the tables ask for, and fail on a LaTeX error, an overfull box or a float too
+    large for the page; returns the logs. Skips, saying how to install TeX, without pdflatex."""
+    import re
+    import shutil
+    import subprocess
+
+    from topoopt_milp.bench.render import PREAMBLE
+
+    if shutil.which("pdflatex") is None:
+        pytest.skip(f"pdflatex not installed, LaTeX tables not compiled: {TEX_INSTALL}")
+
+    def run(texts, name="doc"):
+        logs = []
+        for k, tex in enumerate(texts):
+            stem = f"{name}{k}"
+            (tmp_path / f"{stem}.tex").write_text(
+                "\\documentclass{article}\n" + PREAMBLE + "\n\\begin{document}\n" + tex
+                + "\n\\end{document}\n")
+            r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
+                                f"{stem}.tex"], cwd=tmp_path, capture_output=True, text=True,
+                               timeout=120)
+            log = (tmp_path / f"{stem}.log").read_text(errors="replace")
+            assert r.returncode == 0, f"{stem}: pdflatex failed\n{log[-3000:]}"
+            bad = re.findall(r"^(?:Overfull \\[hv]box.*|.*Float too large.*|! .*)$", log, re.M)
+            assert not bad, f"{stem}: {bad}"
+            assert (tmp_path / f"{stem}.pdf").stat().st_size > 1000
+            logs.append(log)
+        return logs
+
+    return run

@@ -30,7 +30,7 @@ def test_compare_json_gaps_against_exact_bound(inst_path):
                                   f"ring,totientperms,expander,{EXACT}", "--time-limit", "20",
                                   "--format", "json"])
     assert r.exit_code == 0, r.output
-    rows = {row["method"]: row for row in json.loads(r.output)}
+    rows = {row["method"]: row for row in json.loads(r.stdout)}
     assert set(rows) == {"ring", "totientperms", "expander", EXACT}
     exact = rows[EXACT]
     assert exact["status"] == "optimal"
@@ -59,6 +59,6 @@ def test_compare_heuristics_only_uses_the_analytic_bound(inst_path):
 
 def test_compare_markdown_and_user_errors(inst_path):
     r = CliRunner().invoke(main, ["compare", str(inst_path), "--methods", "ring"])
-    assert r.exit_code == 0 and "| ring" in r.output and "gap_pct" in r.output
+    assert r.exit_code == 0 and "| ring" in r.output and "gap [%]" in r.output
     r = CliRunner().invoke(main, ["compare", str(inst_path), "--methods", "ring,nope"])
     assert r.exit_code == 2 and "unknown method 'nope'" in r.output

@@ -150,9 +150,9 @@ def test_dlrm_one_table_is_a_star():
 
 
 def test_generate_rejects_foreign_options_and_families():
-    with pytest.raises(InstanceError, match="shift: not an option of family 'uniform'"):
+    with pytest.raises(InstanceError, match="shift: not an option of traffic pattern 'uniform'"):
         generators.generate("uniform", 8, 2, shift=3)
-    with pytest.raises(InstanceError, match="family: unknown family 'mesh'"):
+    with pytest.raises(InstanceError, match="pattern: unknown traffic pattern 'mesh'"):
         generators.generate("mesh", 8, 2)
 
 
@@ -190,7 +190,8 @@ def test_cli_generate_every_family(runner, tmp_path, family):
 @pytest.mark.parametrize(
     ("args", "msg"),
     [
-        (["uniform", "--n", "8", "-d", "2", "--shift", "3"], "--shift: not an option of family 'uniform'"),
+        (["uniform", "--n", "8", "-d", "2", "--shift", "3"],
+         "--shift: not an option of traffic pattern 'uniform'"),
         (["uniform", "--n", "5", "-d", "3"], "regular: no 3-regular graph"),
         (["shift", "--n", "6", "-d", "2", "--shift", "12"], "shift: 12 is a multiple of n"),
         (["uniform", "--n", "1", "-d", "1"], "n: need at least 2"),
@@ -295,4 +296,5 @@ def test_cli_generate_mixed_matches_the_function(runner, tmp_path):
     assert bad.exit_code == 2 and "mp_share: must be in [0, 1)" in bad.stderr
     foreign = runner.invoke(main, ["generate", "uniform", "--n", "8", "-d", "2", "--mp-share",
                                    "0.1", "--out", str(tmp_path / "y.json")])
-    assert foreign.exit_code == 2 and "--mp-share: not an option of family 'uniform'" in foreign.stderr
+    assert foreign.exit_code == 2
+    assert "--mp-share: not an option of traffic pattern 'uniform'" in foreign.stderr

@@ -5,10 +5,21 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from topoopt_milp.bench.plots import NoDataError, plot, profile_ratios, workload_rows
+from topoopt_milp import registry
+from topoopt_milp.bench.plots import (
+    NoDataError,
+    choose_axes,
+    coinciding,
+    instance_parameters,
+    method_style,
+    plot,
+    profile_ratios,
+    workload_rows,
+)
 from topoopt_milp.bench.store import RunStore, load_runs
 from topoopt_milp.cli import main
 
@@ -67,12 +78,71 @@ def test_workload_contract(store):
 
 
 @pytest.mark.parametrize("kind", ["gap", "runtime", "profile", "iteration"])
-@pytest.mark.parametrize("ext, magic", [("png", b"\x89PNG"), ("pdf", b"%PDF")])
+@pytest.mark.parametrize("ext, magic", [("png", b"\x89PNG"), ("pdf", b"%PDF"), ("svg", b"<?xml")])
 def test_every_kind_writes_a_file(store, tmp_path, kind, ext, magic):
     out = tmp_path / f"{kind}.{ext}"
-    plot(load_runs(store), kind, str(out))
+    written = plot(load_runs(store), kind, str(out))
     data = out.read_bytes()
     assert data.startswith(magic) and len(data) > 1000
+    # a PNG gets its vector twin beside it
+    assert written == ([out, out.with_suffix(".pdf")] if ext == "png" else [out])
+    assert all(p.stat().st_size > 1000 for p in written)
+
+
+def _params(rows):
+    cols = ["n", "degree", "link_gbps", "instance_meta"]
+    return instance_parameters(pd.DataFrame([dict(zip(cols, r, strict=True)) for r in rows]))
+
+
+def test_x_axis_is_the_parameter_that_varies():
+    # bandwidth family: n fixed, five link rates
+    x, panel = choose_axes(_params([(16, 4, b, {}) for b in (10, 25, 40, 100, 200)]))
+    assert (x.key, panel) == ("link_gbps", None)
+    # dnn: n and d both vary, each n at both d: x = n, one panel per d
+    x, panel = choose_axes(_params([(n, d, 100, {}) for n in (16, 128) for d in (4, 8)]))
+    assert (x.key, panel.key) == ("n", "degree")
+    # n and d vary together (d = 8 only at n = 128): no panel of a single point
+    x, panel = choose_axes(_params([(16, 4, 100, {}), (16, 4, 100, {}), (128, 8, 100, {})]))
+    assert (x.key, panel) == ("n", None)
+    # mixed: the MP share (from the generator's parameters) at fixed n
+    mixed = [(16, 4, 100, {"params": {"mp_share": s}}) for s in (0.05, 0.15, 0.3, 0.5)]
+    assert choose_axes(_params(mixed))[0].key == "mp_share"
+    # only the model differs: its parameter count
+    models = [(16, 4, 100, {"params": p}) for p in (1.3e9, 6.7e9, 13e9)]
+    assert choose_axes(_params(models))[0].key == "model_params"
+    assert choose_axes(_params([(8, 4, 100, {})]))[0].key == "n"  # nothing varies
+
+
+def test_coinciding_series_and_distinct_styles():
+    a = pd.Series([1.0, 2.0], index=[8, 16])
+    same = coinciding({"totientperms": a, "topologyfinder": a * (1 + 1e-12),
+                       "ring": a + 1, "other": pd.Series([1.0], index=[8])})
+    assert same == {"topologyfinder": "totientperms"}
+    styles = {tuple(method_style(m).items()) for m in registry.METHODS}
+    assert len(styles) == len(registry.METHODS)  # every method looks different
+    assert method_style("unknown-method") == method_style("unknown-method")
+
+
+def test_coinciding_methods_are_named_in_the_legend(store, tmp_path):
+    runs = load_runs(store)
+    twin = runs[runs["method"] == "ring"].assign(method="totientperms",
+                                                 run_key=lambda d: d["run_key"] + "t")
+    both = pd.concat([runs, twin], ignore_index=True)
+    import matplotlib.pyplot as plt
+
+    seen = {}
+    orig = plt.Figure.legend
+
+    def spy(self, handles, labels, **kw):
+        seen["labels"] = list(labels)
+        return orig(self, handles, labels, **kw)
+
+    plt.Figure.legend = spy
+    try:
+        plot(both, "gap", str(tmp_path / "g.svg"))
+    finally:
+        plt.Figure.legend = orig
+    assert "ring (= totientperms)" in seen["labels"] and "select-milp" in seen["labels"]
 
 
 def test_plot_cli_and_no_data(store, tmp_path):
@@ -97,9 +167,12 @@ def test_report_writes_every_table_and_figure(store, tmp_path):
     assert r.exit_code == 0, r.output
     names = sorted(p.name for p in out.iterdir())
     tables = [f"{t}.{e}" for t in ("instances", "gaps", "families") for e in ("md", "tex", "csv")]
-    assert names == sorted(tables + [f"{k}.png" for k in ("gap", "runtime", "profile", "iteration")])
+    figures = [f"{k}.{e}" for k in ("gap", "runtime", "profile", "iteration") for e in ("png", "pdf")]
+    assert names == sorted(tables + figures)  # a PDF beside every PNG
     assert r"\toprule" in (out / "gaps.tex").read_text()
     # Regenerating gives byte-identical tables (nothing depends on the time or the run order).
+    from topoopt_milp.bench.report import write_report
+
     first = {t: (out / t).read_text() for t in tables}
-    CliRunner().invoke(main, ["report", str(store), "--out", str(out), "--figure-format", "png"])
+    write_report(load_runs(store), out, kinds=())
     assert first == {t: (out / t).read_text() for t in tables}

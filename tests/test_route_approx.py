@@ -190,7 +190,7 @@ def test_evaluate_routing_approx_one_command(tmp_path):
     runner = CliRunner()
     assert runner.invoke(main, ["solve", str(path), "-m", "expander", "--out", str(sol)]).exit_code == 0
     r = runner.invoke(main, ["evaluate", str(path), str(sol), "--routing", "approx", "--out",
-                             str(out), "--json"])
+                             str(out), "--format", "json"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.output[r.output.index('{\n "routing"'):])
     assert data["bound_s"] <= data["comm_time_s"] <= data["bound_s"] * (1 + EPS) + 1e-15

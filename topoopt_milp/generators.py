@@ -385,7 +385,7 @@ def get(family: str) -> Callable[..., Instance]:
         return FAMILIES[family]
     except KeyError:
         raise InstanceError(
-            f"family: unknown family {family!r} (known: {', '.join(FAMILIES)})"
+            f"pattern: unknown traffic pattern {family!r} (known: {', '.join(FAMILIES)})"
         ) from None
 
 
@@ -397,6 +397,6 @@ def generate(family: str, n: int, degree: int, gbps: float = DEFAULT_GBPS, **opt
     for key in options:
         if key not in allowed:
             raise InstanceError(
-                f"{key}: not an option of family {family!r} (options: {', '.join(allowed)})"
+                f"{key}: not an option of traffic pattern {family!r} (options: {', '.join(allowed)})"
             )
     return func(n, degree, gbps, **options)

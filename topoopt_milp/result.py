@@ -5,7 +5,7 @@ Every method (heuristic or exact) takes an :class:`~topoopt_milp.instance.Instan
 file ``"format": "topoopt-solution/1"`` is written from a result plus the metrics computed by
 :mod:`topoopt_milp.evaluate`.
 
-Statuses: ``optimal`` means proven within the method's own family problem (DESIGN.md section
+Statuses: ``optimal`` means proven within the method's own problem (DESIGN.md section
 10: every topology for alloc and joint, the candidate circulants for select, the fixed
 topology for route). A restricted model that proves the optimum of its own model reports
 ``status = feasible`` and ``scope_status = optimal``; its ``scope`` says which model.
@@ -50,9 +50,13 @@ class Status(enum.StrEnum):
         return self in (Status.OPTIMAL, Status.FEASIBLE)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SolveResult:
     """What a method returns.
+
+    ``print(result)`` shows a summary (status, objective, bound and its scope, gap, runtime,
+    topology, routing, the checker's verdict); ``repr`` is one line; :meth:`to_dict` is the
+    ``topoopt-solution/1`` object and :meth:`save` writes it.
 
     ``objective`` and ``bound`` are communication times in seconds (for ``--objective
     diameter`` / ``total_hops`` they are in hops / byte-hops and ``objective_kind`` says so).
@@ -105,6 +109,64 @@ class SolveResult:
     def with_(self, **changes: Any) -> SolveResult:
         return replace(self, **changes)
 
+    def __repr__(self) -> str:
+        def num(v):
+            return "None" if v is None else f"{v:.6g}"
+
+        gap = "None" if self.gap is None else f"{max(0.0, 100 * self.gap):.2f}%"
+        return (f"SolveResult(method={self.method!r}, status={self.status.value!r}, "
+                f"objective={num(self.objective)}, bound={num(self.bound)}, gap={gap}, "
+                f"runtime_s={self.runtime_s:.3g})")
+
+    def __str__(self) -> str:
+        unit = {"comm_time": "s"}.get(self.objective_kind, self.objective_kind)
+        backend = (f" ({' '.join(filter(None, (self.backend, self.backend_version)))})"
+                   if self.backend else "")
+        rows = [f"{self.method}: {self.status.value}{backend}"]
+        if self.scope_status:
+            rows[0] += f", {self.scope_status} within its restricted model"
+
+        def row(label, text):
+            rows.append(f"  {label:<10} {text}")
+
+        row("objective", "-" if self.objective is None else f"{self.objective:.6g} {unit}"
+            + (" (communication time)" if self.objective_kind == "comm_time" else ""))
+        if self.bound is not None:
+            scope = "" if self.scope is None else f" (valid for {self.scope.describe()})"
+            row("bound", f"{self.bound:.6g} {unit}{scope}")
+            row("gap", "-" if self.gap is None else f"{max(0.0, 100 * self.gap):.2f}%")
+        row("runtime", f"{self.runtime_s:.3g} s")
+        if self.topology is not None:
+            links = int(self.topology.links.sum()) // 2
+            jumps = "" if self.topology.jumps is None else f", jumps {list(self.topology.jumps)}"
+            row("topology", f"n = {self.topology.n}, {links} links{jumps}")
+        if self.routing is not None:
+            row("routing", f"{len(self.routing.commodities)} commodities, "
+                           f"{len(self.routing.rings)} AllReduce rings")
+        m = self.metrics or {}
+        if m.get("ideal_switch_time_s") is not None:
+            row("metrics", f"ideal switch {m['ideal_switch_time_s']:.4g} s, diameter "
+                           f"{m.get('diameter', float('nan')):g}, avg hops "
+                           f"{m.get('avg_hops', float('nan')):.3g}")
+        if self.metrics is not None or self.violations:
+            row("check", "OK (independent checker)" if not self.violations
+                else f"{len(self.violations)} violation(s): " + "; ".join(self.violations[:3]))
+        if self.message:
+            row("message", self.message)
+        return "\n".join(rows)
+
+    def to_dict(self, instance: Instance | None = None) -> dict:
+        """The ``topoopt-solution/1`` object of this result (what :meth:`save` writes), with
+        the metrics of the independent check; without ``instance`` it lacks the ``instance``
+        entry (name and content hash) that a solution file needs."""
+        out = finite_json(solution_dict(self, instance, self.metrics))
+        return out if instance is not None else {k: v for k, v in out.items() if k != "instance"}
+
+    def save(self, path: str | Path, instance: Instance) -> Path:
+        """Write the solution file of this result on ``instance``; return its path."""
+        write_solution(path, self, instance)
+        return Path(path)
+
 
 def versions() -> dict[str, str]:
     """Versions of this package and of the solver libraries, for the solution file."""
@@ -119,14 +181,16 @@ def versions() -> dict[str, str]:
     return out
 
 
-def solution_dict(result: SolveResult, instance: Instance, metrics: dict | None) -> dict:
-    """The ``topoopt-solution/1`` JSON object of a result on ``instance``."""
+def solution_dict(result: SolveResult, instance: Instance | None, metrics: dict | None) -> dict:
+    """The ``topoopt-solution/1`` JSON object of a result on ``instance`` (``None``: the
+    ``instance`` entry is ``None``)."""
     topo = result.topology
     return {
         "format": SOLUTION_FORMAT,
-        "instance": {"name": instance.name, "hash": instance.content_hash(),
-                     **({} if instance.topology is None
-                        else {"base_hash": instance.without_topology().content_hash()})},
+        "instance": None if instance is None else {
+            "name": instance.name, "hash": instance.content_hash(),
+            **({} if instance.topology is None
+               else {"base_hash": instance.without_topology().content_hash()})},
         "method": result.method,
         "params": result.params,
         "seed": result.seed,

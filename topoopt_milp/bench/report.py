@@ -23,7 +23,7 @@ TABLES = (  # file stem, table arguments
     ("gaps", {"by": "instance", "wide": "gap_pct"}),
     ("families", {"by": "family"}),
 )
-EXT = {"md": "md", "latex": "tex", "csv": "csv"}
+EXT = {"md": "md", "latex": "tex", "csv": "csv", "json": "json"}
 
 
 def write_report(
@@ -48,12 +48,9 @@ def write_report(
             path.write_text(table(runs, fmt=fmt, **kw, **bound_kw))
             written.append(path)
     for kind in kinds:
-        for ext in figure_formats:
-            path = out / f"{kind}.{ext}"
-            try:
-                plot(runs, kind, str(path), **(bound_kw if kind == "gap" else {}))
-            except NoDataError as exc:
-                log.warning("report: skipping %s: %s", path.name, exc)
-                break
-            written.append(path)
+        paths = [out / f"{kind}.{ext}" for ext in figure_formats]
+        try:
+            written.extend(plot(runs, kind, paths, **(bound_kw if kind == "gap" else {})))
+        except NoDataError as exc:
+            log.warning("report: skipping %s: %s", kind, exc)
     return written

@@ -8,8 +8,8 @@ Everything under ``results/`` is produced here from raw run records (nothing han
   ``instances.{md,tex,csv}`` -- per (instance, method): status, objective, bound, runtime;
 * ``families.{md,tex,csv}`` -- per family and method: optimal runs, mean / max gap,
   shifted geometric mean runtime;
-* ``gap-<family>.png``, ``runtime-<family>.png``, ``profile-<family>.png`` and
-  ``iteration.png`` -- the figures of :mod:`.plots` (see :func:`family_figures`);
+* ``gap-<family>``, ``runtime-<family>``, ``profile-<family>`` and ``iteration``, each as
+  ``.png`` and ``.pdf`` -- the figures of :mod:`.plots` (see :func:`family_figures`);
 * ``reference/<family>.csv`` -- best known objective and best bound per instance (the values
   committed as ``instances/<family>/reference.csv``).
 
@@ -87,11 +87,15 @@ def run_plan(library: Path, out: Path, quick: bool, jobs: int = 1, progress: boo
     """Run every sweep of the plan into ``out/runs.sqlite`` (resuming) and return its path."""
     out.mkdir(parents=True, exist_ok=True)
     store = out / "runs.sqlite"
-    for sweep in plan(quick):
-        tasks = build_tasks(instance_paths(library, sweep), sweep.methods, sweep.seeds,
-                            sweep.time_limit, dict(sweep.settings))
+    sweeps = plan(quick)
+    for k, sweep in enumerate(sweeps, 1):
+        paths = instance_paths(library, sweep)
+        tasks = build_tasks(paths, sweep.methods, sweep.seeds, sweep.time_limit,
+                            dict(sweep.settings))
         log.info("sweep %s: %d runs", sweep.family, len(tasks))
-        summary = run_sweep(tasks, store, jobs=jobs, progress=progress)
+        label = (f"sweep {k}/{len(sweeps)} {sweep.family}: {len(paths)} instances x "
+                 f"{len(sweep.methods)} methods")
+        summary = run_sweep(tasks, store, jobs=jobs, progress=progress, label=label)
         log.info("sweep %s: %d ran, %d skipped, %d errors", sweep.family, summary.ran,
                  summary.skipped, summary.errors)
     return store
@@ -124,10 +128,12 @@ def reference_table(runs: pd.DataFrame, **bound_kw) -> pd.DataFrame:
 
 
 def family_figures(runs: pd.DataFrame, out: Path, **bound_kw) -> list[Path]:
-    """Figures per family -- ``gap-<family>.png``, ``runtime-<family>.png`` and the Dolan-More
-    profile ``profile-<family>.png`` over the methods that ran on every instance of the family
-    (families run different methods, so a single profile would share no instance) -- and
-    ``iteration.png`` from the ``bandwidth`` family (every model at five link rates)."""
+    """Figures per family, each as PNG and PDF -- ``gap-<family>``, ``runtime-<family>`` and
+    the Dolan-More profile ``profile-<family>`` over the methods that ran on every instance
+    of the family (families run different methods, so a single profile would share no
+    instance); each drawn against the parameter that varies in the family
+    (:func:`.plots.choose_axes`) -- and ``iteration`` from the ``bandwidth`` family (every
+    model at five link rates)."""
     written = []
     for family, grp in runs.groupby("family"):
         size = grp["instance_hash"].nunique()
@@ -139,15 +145,12 @@ def family_figures(runs: pd.DataFrame, out: Path, **bound_kw) -> list[Path]:
         for kind, draw in jobs:
             path = out / f"{kind}-{family}.png"
             try:
-                draw(str(path))
+                written.extend(draw(path))
             except NoDataError as exc:
                 log.info("no %s: %s", path.name, exc)
-                continue
-            written.append(path)
     bandwidth = runs[runs["family"] == "bandwidth"]
     if not bandwidth.empty:
-        plot_iteration(bandwidth, str(out / "iteration.png"))
-        written.append(out / "iteration.png")
+        written.extend(plot_iteration(bandwidth, out / "iteration.png"))
     return written
 
 

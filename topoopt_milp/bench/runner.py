@@ -61,6 +61,7 @@ from ..errors import InputError
 from ..instance import FORMAT as INSTANCE_FORMAT
 from ..instance import Instance, InstanceError
 from ..params import ParamError, SolveOptions, SolverParams
+from ..progress import progress_bar
 from ..result import finite_json
 from .store import RunStore, run_key
 
@@ -363,44 +364,6 @@ def _child_entry() -> int:
 
 # -- sweeps -----------------------------------------------------------------------------
 
-class Progress:
-    """``done / total``, percentage and ETA on stderr (redrawn in place on a terminal)."""
-
-    def __init__(self, total: int, skipped: int, stream: TextIO | None = None, enabled: bool = True):
-        self.total, self.done, self.todo = total, skipped, total - skipped
-        self.stream = stream or sys.stderr
-        self.enabled = enabled
-        self.t0 = time.perf_counter()
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.new_done = 0
-        self.errors = 0
-
-    def update(self, rec: dict[str, Any]) -> None:
-        self.done += 1
-        self.new_done += 1
-        self.errors += rec.get("status") == "error"
-        if not self.enabled:
-            return
-        elapsed = time.perf_counter() - self.t0
-        left = self.todo - self.new_done
-        eta = elapsed / self.new_done * left
-        width = 24
-        fill = int(width * self.done / max(self.total, 1))
-        line = (f"bench [{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} "
-                f"elapsed {_hms(elapsed)} ETA {_hms(eta)} errors {self.errors} | "
-                f"{rec.get('instance_name')}/{rec.get('method')}/seed{rec.get('seed')}: "
-                f"{rec.get('status')}")
-        self.stream.write(("\r" + line + "\x1b[K") if self.tty else line + "\n")
-        if self.tty and self.done == self.total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
-def _hms(s: float) -> str:
-    s = int(round(s))
-    return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"
-
-
 @dataclass
 class SweepSummary:
     total: int
@@ -419,8 +382,10 @@ def run_sweep(
     retry_errors: bool = False,
     progress: bool = True,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    label: str = "bench",
 ) -> SweepSummary:
-    """Run every task not already finished in the store; write each record as it arrives."""
+    """Run every task not already finished in the store; write each record as it arrives.
+    ``progress`` draws :func:`~topoopt_milp.progress.progress_bar` named ``label``."""
     t0 = time.perf_counter()
     with RunStore(store_path) as store:
         done = store.finished_keys(include_errors=not retry_errors)
@@ -431,24 +396,36 @@ def run_sweep(
                 todo.append(t)
                 seen.add(t.run_key)
         total = len({t.run_key for t in tasks})
-        bar = Progress(total, total - len(todo), enabled=progress)
+        skipped = total - len(todo)
         log.info("sweep: %d runs, %d already finished, %d to run (%s engine)", total,
-                 total - len(todo), len(todo), engine)
-
-        def record(rec: dict[str, Any]) -> None:
-            store.put(rec, replace=True)
-            bar.update(rec)
-            if on_record is not None:
-                on_record(rec)
-
+                 skipped, len(todo), engine)
         if engine not in ("local", "dask"):
             raise InputError(f"engine: unknown engine {engine!r} (known: local, dask)")
-        with _sigterm_as_exit():
-            if engine == "local":
-                _run_local(todo, jobs, record)
-            else:
-                _run_dask(todo, address, jobs, record)
-    return SweepSummary(total, total - len(todo), bar.new_done, bar.errors, time.perf_counter() - t0)
+        counts = {"ran": 0, "errors": 0}
+        name = f"{label} ({skipped} of {total} done before)" if skipped else label
+        with progress_bar(len(todo), name, _run_text, enabled=progress) as advance:
+            def record(rec: dict[str, Any]) -> None:
+                store.put(rec, replace=True)
+                counts["ran"] += 1
+                counts["errors"] += rec.get("status") == "error"
+                advance((rec, counts["errors"]))
+                if on_record is not None:
+                    on_record(rec)
+
+            with _sigterm_as_exit():
+                if engine == "local":
+                    _run_local(todo, jobs, record)
+                else:
+                    _run_dask(todo, address, jobs, record)
+    return SweepSummary(total, skipped, counts["ran"], counts["errors"], time.perf_counter() - t0)
+
+
+def _run_text(item: tuple[dict[str, Any], int]) -> str:
+    """The progress bar's text: the errors so far and the last run with its status."""
+    rec, errors = item
+    run = (f"{rec.get('instance_name')}/{rec.get('method')}/seed{rec.get('seed')}: "
+           f"{rec.get('status')}")
+    return f"{errors} errors | {run}" if errors else run
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ edited by hand):
   runtimes, ``status`` the status (``"optimal 2, error 1"`` when the seeds disagree);
   ``routing_gap_pct`` the mean gap to the route LP on the run's own topology and rings, where
   such a run exists (the ``-lp`` heuristics).
-* per-family rows count every status (``optimal`` is proven within the family's own problem;
+* per-family rows count every status (``optimal`` is proven within the method's own problem;
   a restricted model proving its own optimum counts as ``feasible``).
 * **shifted geometric mean** of runtimes ``t_1..t_k`` with shift ``s = 1`` second:
   ``sgm = exp( (1/k) * sum_i ln(t_i + s) ) - s``. The shift keeps sub-second heuristic runs
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,6 +39,7 @@ import pandas as pd
 
 from ..errors import InputError
 from .gaps import SOLVED, routing_gaps, run_gaps
+from .render import join_tables, latex_label, render
 
 SGM_SHIFT_S = 1.0
 STATUSES = ("optimal", "feasible", "infeasible", "no_solution", "error")
@@ -169,128 +171,141 @@ def wide_table(runs: pd.DataFrame, value: str = "gap_pct", **bound_kw) -> tuple[
     wide = _natural_sort(wide, ["family", "n", "instance"])
     key = {"cells": {}, "legend": {}}
     if value in ("gap_pct", "ratio"):
-        labels: dict[str, str] = {}
-        for _, r in t.iterrows():
-            if not isinstance(r["bound_source"], str) or r["bound_source"] == "-":
-                continue
-            text = f"{r['bound_source']} [{r['bound_scope']}]"
-            letter = labels.setdefault(text, "abcdefghijklmnopqrstuvwxyz"[len(labels) % 26])
-            key["cells"][(r["family"], r["instance"], r["method"])] = letter
+        texts = {(r["family"], r["instance"], r["method"]): f"{r['bound_source']} [{r['bound_scope']}]"
+                 for _, r in t.iterrows()
+                 if isinstance(r["bound_source"], str) and r["bound_source"] != "-"}
+        labels = _letters(texts.values())
+        key["cells"] = {cell: labels[text] for cell, text in texts.items()}
         key["legend"] = {v: k for k, v in labels.items()}
     return wide, key
 
 
-# -- rendering --------------------------------------------------------------------------
+# -- text --------------------------------------------------------------------------------
 
-_FORMATS = {
-    "objective": "{:.6g}", "objective_min": "{:.6g}", "bound": "{:.6g}", "best_bound": "{:.6g}",
-    "gap_pct": "{:.2f}", "routing_gap_pct": "{:.2f}", "ratio": "{:.3f}", "mean_ratio": "{:.3f}",
-    "mean_gap_pct": "{:.2f}", "max_gap_pct": "{:.2f}", "runtime_s": "{:.3g}", "sgm_runtime_s": "{:.3g}",
-}
-
-
-def _cell(v, fmt: str | None) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if fmt is None:
-        return str(v)
-    text = fmt.format(v)
-    # a value that rounds to zero from below reads 0, never -0.00
-    return fmt.format(0.0) if text.startswith("-") and float(text) == 0 else text
+# The LaTeX version of the per-instance table: the columns a paper prints (the bound's source
+# and scope become a letter on the bound, explained in the caption; Markdown, CSV and JSON
+# keep every column).
+LATEX_INSTANCE_COLUMNS = ["instance", "n", "degree", "method", "seeds", "status", "objective",
+                          "best_bound", "gap_pct", "ratio", "routing_gap_pct", "runtime_s"]
+WIDE_FORMATS = {"gap_pct": "{:.2f}", "ratio": "{:.3f}", "objective": "{:.6g}", "runtime_s": "{:.3g}"}
+WIDE_WHAT = {"gap_pct": "Gap [%] of each method to the best valid bound",
+             "ratio": "Ratio objective / best valid bound of each method",
+             "objective": "Communication time [s] of each method",
+             "runtime_s": "Runtime [s] of each method"}
+LABELS = {"instance": "tab:instances", "family": "tab:families", "wide": "tab:{}"}
 
 
-def _formatted(df: pd.DataFrame, formats: dict[str, str] | None = None) -> pd.DataFrame:
-    out = df.copy().astype(object)
-    formats = {**_FORMATS, **(formats or {})}
-    for c in out.columns:
-        out[c] = [_cell(v, formats.get(c)) for v in df[c]]
+def table(runs: pd.DataFrame, by: str, fmt: str, wide: str | None = None,
+          label: str | None = None, **bound_kw) -> str:
+    """The text of ``topoopt-milp table``: ``by`` is ``instance`` or ``family``; ``wide``
+    (``gap_pct``, ``ratio``, ``objective`` or ``runtime_s``) pivots the per-instance table to
+    one column per method. Gap and ratio cells carry the letter of the bound they are
+    measured against, explained in the caption. ``fmt`` is ``md``, ``latex``, ``csv`` or
+    ``json`` (:mod:`.render`). In LaTeX, per-instance tables are split into one table per
+    family (labels ``LABEL-<family>``, default ``tab:instances-<family>`` and
+    ``tab:gaps-<family>``), and the family table groups its rows by family
+    (``tab:families``)."""
+    if by not in ("instance", "family"):
+        raise InputError(f"by: unknown grouping {by!r} (known: instance, family)")
+    if wide is not None and by != "instance":
+        raise InputError("wide: only with by = instance")
+    bounds = _bound_note(bound_kw, runs)
+    if by == "family":
+        df = family_table(runs, **bound_kw)
+        cap = ("Per-family summary by method: runs per status (optimal = proven within the "
+               "method's own problem; a restricted model's own optimum counts as feasible), mean "
+               "and max gap [%] and mean ratio objective / bound over solved runs, and the shifted "
+               f"geometric mean runtime (shift 1 s) of solved runs. {bounds}")
+        return render(df, fmt, caption=cap, label=label or LABELS["family"],
+                      group="family" if fmt == "latex" else None)
+    if wide is not None:
+        return _wide_text(runs, wide, fmt, label, bounds, bound_kw)
+    df = instance_table(runs, **bound_kw)
+    cap = ("Per-instance results by method, means over seeds: status, objective (communication "
+           "time), best valid bound, gap [%], ratio objective / bound, routing gap [%] (to the "
+           "route LP on the method's own topology and rings) and runtime. " + bounds)
+    if fmt != "latex":
+        return render(df, fmt, caption=cap)
+    texts = {i: f"{r['bound_source']} [{r['bound_scope']}]" for i, r in df.iterrows()
+             if isinstance(r["bound_source"], str) and r["bound_source"] != "-"}
+    letters = _letters(texts.values())
+    marks = {(i, "best_bound"): letters[t] for i, t in texts.items()}
+    cols = LATEX_INSTANCE_COLUMNS + (["gap_error"] if df["gap_error"].notna().any() else [])
+    return _per_family(df, cols, cap, marks, letters, label or LABELS["instance"])
+
+
+def _letters(texts) -> dict[str, str]:
+    """A letter per distinct text, in order of first appearance (aa, ab, ... after z)."""
+    out: dict[str, str] = {}
+    for t in texts:
+        if t not in out:
+            k = len(out)
+            out[t] = string.ascii_lowercase[k] if k < 26 else (
+                string.ascii_lowercase[k // 26 - 1] + string.ascii_lowercase[k % 26])
     return out
 
 
-def render(df: pd.DataFrame, fmt: str, caption: str | None = None,
-           formats: dict[str, str] | None = None, marks: dict | None = None) -> str:
-    """``md`` (GitHub pipe table), ``latex`` (a booktabs ``tabular`` inside a ``table``; needs
-    ``\\usepackage{booktabs}``) or ``csv`` (full precision, empty cells for missing values).
-    ``marks[(row index, column)]`` appends a bound letter to a cell (md and LaTeX)."""
-    if fmt == "csv":
-        return df.to_csv(index=False)
-    shown = _formatted(df, formats)
-    marks = marks or {}
-    if fmt == "md":
-        for (i, c), letter in marks.items():
-            if shown.at[i, c] != "-":
-                shown.at[i, c] = f"{shown.at[i, c]} ({letter})"
-        align = ["right" if pd.api.types.is_numeric_dtype(df[c]) else "left" for c in df.columns]
-        text = shown.to_markdown(index=False, disable_numparse=True, colalign=align) + "\n"
-        return (caption + "\n\n" if caption else "") + text
-    if fmt == "latex":
-        shown = latex_escape_cells(shown)
-        for (i, c), letter in marks.items():
-            if shown.at[i, c] != "-":
-                shown.at[i, c] = f"{shown.at[i, c]}\\textsuperscript{{{letter}}}"
-        shown.columns = [_latex_escape(str(c)) for c in df.columns]
-        align = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns)
-        body = shown.to_latex(index=False, escape=False, column_format=align)
-        if caption is None:
-            return body
-        cap = _latex_escape(caption)
-        return "\\begin{table}[htbp]\n\\centering\n\\caption{" + cap + "}\n" + body + "\\end{table}\n"
-    raise InputError(f"format: unknown table format {fmt!r} (known: md, latex, csv)")
+def _legend(marks: dict, letters: dict[str, str], rows=None, columns=None) -> tuple[dict, str]:
+    """The marks of ``rows`` x ``columns`` (all when ``None``) and the caption sentence that
+    explains them; a table measured against one bound only names it and carries no marks."""
+    kept = {k: v for k, v in marks.items()
+            if (rows is None or k[0] in rows) and (columns is None or k[1] in columns)}
+    used = set(kept.values())
+    names = {v: k for k, v in letters.items()}
+    if len(used) == 1:
+        return {}, f"Every value is measured against one bound: {names[used.pop()]}."
+    items = [f"{v} = {k}" for k, v in letters.items() if v in used]
+    return kept, ("A letter names the bound: " + "; ".join(items) + ".") if items else ""
 
 
-_LATEX_SPECIALS = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#",
-                   "$": r"\$", "{": r"\{", "}": r"\}"}
+def _wide_text(runs, wide, fmt, label, bounds, bound_kw) -> str:
+    df, key = wide_table(runs, wide, **bound_kw)
+    methods = [c for c in df.columns if c not in WIDE_KEYS]
+    marks = {}
+    for i, r in df.iterrows():
+        for m in methods:
+            letter = key["cells"].get((r["family"], r["instance"], m))
+            if letter:
+                marks[(i, m)] = letter
+    cap = f"{WIDE_WHAT[wide]}, per instance; - where the method did not run or found no solution."
+    if wide in ("gap_pct", "ratio"):
+        cap += " " + bounds
+    letters = {v: k for k, v in key["legend"].items()}
+    if fmt in ("csv", "json") and letters:
+        for m in methods:
+            df[f"{m} bound"] = [key["legend"].get(key["cells"].get((r["family"], r["instance"], m)))
+                                for _, r in df.iterrows()]
+    fmts = dict.fromkeys(methods, WIDE_FORMATS[wide])
+    if fmt != "latex":
+        shown, legend = _legend(marks, letters)
+        return render(df, fmt, caption=f"{cap} {legend}".strip(), formats=fmts, marks=shown)
+    stem = {"gap_pct": "gaps", "ratio": "ratios", "objective": "objectives",
+            "runtime_s": "runtimes"}[wide]
+    return _per_family(df, ["instance", "n", *methods], cap, marks, letters,
+                       label or LABELS["wide"].format(stem), formats=fmts)
 
 
-def _latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
+def _per_family(df, cols, caption, marks, letters, label, formats=None) -> str:
+    """One LaTeX table per family: the family's rows, ``cols`` that hold a value there."""
+    parts = []
+    for family, sub in df.groupby("family", sort=False, dropna=False):
+        keep = [c for c in cols if c in sub and (c in ("instance", "n", "degree", "method")
+                                                 or sub[c].notna().any())]
+        shown, legend = _legend(marks, letters, set(sub.index), set(keep))
+        cap = f"Family {family}. {caption} {legend}".strip()
+        parts.append(render(sub[keep], "latex", caption=cap, formats=formats, marks=shown,
+                            label=latex_label(label + "-" + str(family))))
+    return join_tables(parts) if parts else render(df[cols], "latex", caption=caption, label=label)
 
 
-def latex_escape_cells(df: pd.DataFrame) -> pd.DataFrame:
-    """Escape LaTeX specials in string cells (``\\ _ & % # $ { }``)."""
-    return df.map(lambda v: _latex_escape(v) if isinstance(v, str) else v)
-
-
-def table(runs: pd.DataFrame, by: str, fmt: str, wide: str | None = None, **bound_kw) -> str:
-    """The text of ``topoopt-milp table``: ``by`` is ``instance`` or ``family``; ``wide``
-    (``gap_pct``, ``ratio``, ``objective`` or ``runtime_s``) pivots the per-instance table to
-    one column per method; gap and ratio cells carry the letter of the bound they are
-    measured against, explained in the caption."""
-    bounds = _bound_note(bound_kw)
-    if by == "instance" and wide is not None:
-        df, key = wide_table(runs, wide, **bound_kw)
-        fmts = {"gap_pct": "{:.2f}", "ratio": "{:.3f}", "objective": "{:.6g}",
-                "runtime_s": "{:.3g}"}[wide]
-        methods = [c for c in df.columns if c not in WIDE_KEYS]
-        what = {"gap_pct": "gap to the best covering bound [%]", "ratio": "objective / best "
-                "covering bound", "objective": "communication time [s]",
-                "runtime_s": "runtime [s]"}[wide]
-        marks = {}
-        for i, r in df.iterrows():
-            for m in methods:
-                letter = key["cells"].get((r["family"], r["instance"], m))
-                if letter:
-                    marks[(i, m)] = letter
-        legend = "; ".join(f"{k} = {v}" for k, v in key["legend"].items())
-        if fmt == "csv" and key["legend"]:
-            for m in methods:
-                df[f"{m} bound"] = [key["legend"].get(key["cells"].get((r["family"], r["instance"], m)))
-                                    for _, r in df.iterrows()]
-        cap = f"Per-instance {what} by method ({bounds})" + (f". Bounds: {legend}" if legend else "")
-        return render(df, fmt, caption=cap, formats=dict.fromkeys(methods, fmts), marks=marks)
-    if by == "instance":
-        df = instance_table(runs, **bound_kw)
-        cap = f"Per-instance gaps to the best covering bound ({bounds})"
-    elif by == "family":
-        df = family_table(runs, **bound_kw)
-        cap = f"Per-family summary; gaps to the best covering bound ({bounds})"
-    else:
-        raise InputError(f"by: unknown grouping {by!r} (known: instance, family)")
-    return render(df, fmt, caption=cap)
-
-
-def _bound_note(bound_kw: dict) -> str:
+def _bound_note(bound_kw: dict, runs: pd.DataFrame | None = None) -> str:
     methods = bound_kw.get("bound_methods")
-    who = "exact methods" if methods is None else ", ".join(methods)
-    analytic = "" if bound_kw.get("analytic", True) is False else " and the analytic bound"
-    return f"bounds of {who}{analytic} whose scope contains the solution"
+    who = "the exact methods" if methods is None else ", ".join(methods)
+    analytic = "" if bound_kw.get("analytic", True) is False else (
+        " and the analytic bound (ideal switch / Moore)")
+    note = (f"Gap = 100 (objective - bound) / objective, where the bound is the largest lower "
+            f"bound among those of {who}{analytic} whose scope contains the solution.")
+    if runs is not None and "objective_kind" in runs and \
+            (runs["objective_kind"].fillna("comm_time") != "comm_time").any():
+        note += " Objectives are in seconds, or in hops for diameter / total-hops runs."
+    return note

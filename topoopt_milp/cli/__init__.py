@@ -36,7 +36,13 @@ def main(verbose: int) -> None:
 
     Exact MILP (PuLP: HiGHS, CBC) and CP-SAT models next to TopoOpt's TotientPerms and
     TopologyFinder heuristics. Units: bytes, seconds, Gbps. Run `topoopt-milp methods` to see
-    what can solve an instance."""
+    what can solve an instance.
+
+    Words mean one thing in every command: --out/-o is what a command writes, --format the
+    format of its output (--input-format: of an input file), --seed a seed and --num-seeds a
+    count of seeds, --jobs/-j runs in parallel (default: one per core); a family is a folder
+    of the instance library, a problem what a method solves (select, alloc, route, joint), a
+    pattern the synthetic traffic of `generate`."""
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
 

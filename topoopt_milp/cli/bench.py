@@ -11,6 +11,7 @@ from .. import registry
 from ..bench.store import StoreError, load_runs
 from ..instance import Instance
 from . import main
+from .options import cores, deprecated_alias, jobs_option
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +45,10 @@ def settings_from(pairs: tuple[str, ...]) -> dict:
               help="Comma-separated method names (see `topoopt-milp methods`).")
 @click.option("--time-limit", type=float, default=60.0, show_default=True,
               help="Solver time limit per run [s] (passed to every method).")
-@click.option("--seeds", type=int, default=1, show_default=True,
-              help="Run seeds 0..K-1 for every (instance, method).")
-@click.option("--jobs", "-j", type=int, default=1, show_default=True,
-              help="Runs in parallel (local engine).")
+@click.option("--num-seeds", type=click.IntRange(min=1), default=None,
+              help="Run K seeds, 0..K-1, for every (instance, method) [default: 1].")
+@click.option("--seeds", "old_seeds", type=click.IntRange(min=1), default=None, hidden=True)
+@jobs_option
 @click.option("--store", "store_path", required=True, type=click.Path(dir_okay=False),
               help="SQLite run store (created if missing; finished runs are skipped).")
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True)
@@ -61,8 +62,8 @@ def settings_from(pairs: tuple[str, ...]) -> dict:
                    "[default: time-limit * 1.5 + 30].")
 @click.option("--retry-errors", is_flag=True, help="Re-run runs whose stored status is error.")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
-def bench(instances, methods_text, time_limit, seeds, jobs, store_path, engine, address, threads,
-          set_pairs, hard_limit, retry_errors, no_progress) -> None:
+def bench(instances, methods_text, time_limit, num_seeds, old_seeds, jobs, store_path, engine,
+          address, threads, set_pairs, hard_limit, retry_errors, no_progress) -> None:
     """Run every (instance, method, seed) in its own process and record it in STORE.
 
     INSTANCES are instance files or folders (searched recursively for topoopt-instance/1
@@ -70,11 +71,10 @@ def bench(instances, methods_text, time_limit, seeds, jobs, store_path, engine, 
     or exceeds the hard limit is recorded as an error row and the sweep goes on."""
     from ..bench.runner import build_tasks, run_sweep
 
-    if seeds < 1:
-        raise click.BadParameter("must be >= 1", param_hint="--seeds")
+    seeds = deprecated_alias("--seeds", "--num-seeds", old_seeds, num_seeds, default=1)
     settings = {"threads": threads, **settings_from(set_pairs)}
     tasks = build_tasks(instances, _methods(methods_text), seeds, time_limit, settings, hard_limit)
-    summary = run_sweep(tasks, store_path, jobs=jobs, engine=engine, address=address,
+    summary = run_sweep(tasks, store_path, jobs=jobs or cores(), engine=engine, address=address,
                         retry_errors=retry_errors, progress=not no_progress)
     click.echo(f"{summary.total} runs: {summary.skipped} already finished, {summary.ran} ran "
                f"({summary.errors} errors) in {summary.wall_s:.1f} s; store {store_path}")
@@ -120,20 +120,33 @@ def _bound_kw(bound_methods, no_analytic) -> dict:
 
 @main.command("table")
 @click.argument("stores", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--by", type=click.Choice(["instance", "family"]), default="instance", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["md", "latex", "csv"]), default="md",
+@click.option("--by", type=click.Choice(["instance", "family"]), default="instance", show_default=True,
+              help="One row per (instance, method), or per (family, method).")
+@click.option("--format", "fmt", type=click.Choice(["md", "latex", "csv", "json"]), default="md",
               show_default=True)
-@click.option("--wide", type=click.Choice(["gap_pct", "objective", "runtime_s"]), default=None,
+@click.option("--wide", type=click.Choice(["gap_pct", "ratio", "objective", "runtime_s"]),
+              default=None,
               help="--by instance: one row per instance, one column per method with this value.")
+@click.option("--label", default=None,
+              help="LaTeX \\label (per-family tables append -<family>) [default: tab:families, "
+                   "tab:instances, tab:gaps, ...].")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
               help="Write the table here instead of stdout.")
 @_bound_opts
-def table_cmd(stores, by, fmt, wide, out, families, methods_filter, bound_methods, no_analytic) -> None:
-    """Gap table from one or more run STORES: per instance or per family."""
+def table_cmd(stores, by, fmt, wide, label, out, families, methods_filter, bound_methods,
+              no_analytic) -> None:
+    """Gap table from one or more run STORES: per instance or per family.
+
+    LaTeX tables need \\usepackage{booktabs,graphicx,rotating}; they fit the page (rotated
+    and split when large), per-instance ones one table per family."""
     from ..bench.tables import table
 
-    text = table(_runs(stores, families, methods_filter), by, fmt, wide=wide,
+    text = table(_runs(stores, families, methods_filter), by, fmt, wide=wide, label=label,
                  **_bound_kw(bound_methods, no_analytic))
+    _write_text(text, out)
+
+
+def _write_text(text: str, out: str | None) -> None:
     if out:
         with open(out, "w") as fh:
             fh.write(text)
@@ -146,17 +159,18 @@ def table_cmd(stores, by, fmt, wide, out, families, methods_filter, bound_method
 @click.argument("stores", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--kind", type=click.Choice(["gap", "runtime", "profile", "iteration"]), required=True)
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
-              help="FIG.png, FIG.pdf or FIG.svg.")
+              help="FIG.png (a FIG.pdf is written beside it), FIG.pdf or FIG.svg.")
 @click.option("--measure", type=click.Choice(["objective", "runtime"]), default="objective",
               show_default=True, help="Performance-profile measure.")
 @_bound_opts
 def plot_cmd(stores, kind, out, measure, families, methods_filter, bound_methods, no_analytic) -> None:
-    """Figure from one or more run STORES."""
+    """Figure from one or more run STORES, drawn against the instance parameter that varies
+    in them (the link rate, n, d, the MP share; a second one gives panels)."""
     from ..bench.plots import plot
 
     kw = _bound_kw(bound_methods, no_analytic) if kind == "gap" else {}
-    plot(_runs(stores, families, methods_filter), kind, out, measure=measure, **kw)
-    click.echo(f"wrote {out}")
+    for path in plot(_runs(stores, families, methods_filter), kind, out, measure=measure, **kw):
+        click.echo(f"wrote {path}")
 
 
 @main.command()
@@ -180,28 +194,36 @@ def report(stores, outdir, figure_formats, families, methods_filter, bound_metho
 @main.command()
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(dir_okay=False))
 @click.option("--methods", "-m", "methods_text", required=True, help="Comma-separated method names.")
-@click.option("--time-limit", type=float, default=60.0, show_default=True)
-@click.option("--seed", default=0, show_default=True)
-@click.option("--threads", type=int, default=1, show_default=True)
+@click.option("--time-limit", type=float, default=60.0, show_default=True,
+              help="Solver time limit per method [s].")
+@click.option("--seed", default=0, show_default=True, help="Random seed of every method.")
+@click.option("--threads", type=int, default=1, show_default=True, help="Solver threads.")
 @click.option("--set", "set_pairs", multiple=True, metavar="KEY=VALUE", help="Further solve option.")
-@click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["md", "latex", "csv", "json"]), default="md",
+              show_default=True)
+@click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
+              help="Write the table here instead of stdout.")
 @click.option("--bound-methods", default=None,
               help="Only these exact methods (comma-separated) give bounds.")
 @click.option("--no-analytic", is_flag=True,
               help="Do not use the analytic lower bound (ideal switch / Moore) as a bound.")
-def compare(instance_path, methods_text, time_limit, seed, threads, set_pairs, fmt, bound_methods,
-            no_analytic) -> None:
+@click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
+def compare(instance_path, methods_text, time_limit, seed, threads, set_pairs, fmt, out,
+            bound_methods, no_analytic, no_progress) -> None:
     """Solve INSTANCE with several methods (in this process) and compare each method's
     objective with the best bound whose scope contains its solution (exact methods' bounds
     and the analytic lower bound)."""
     from ..bench.compare import compare_methods
     from ..bench.tables import render
+    from ..progress import progress_bar
 
     instance = Instance.load(instance_path)
     settings = {"threads": threads, **settings_from(set_pairs)}
-    df = compare_methods(instance, _methods(methods_text), seed, time_limit, settings,
-                         **_bound_kw(bound_methods, no_analytic))
-    if fmt == "json":
-        click.echo(df.to_json(orient="records", indent=1))
-    else:
-        click.echo(render(df, fmt), nl=False)
+    methods = _methods(methods_text)
+    with progress_bar(len(methods), f"compare {instance.name}",
+                      lambda item: f"{item[0]}: {item[1].get('status')}",
+                      enabled=not no_progress) as advance:
+        df = compare_methods(instance, methods, seed, time_limit, settings,
+                             progress=lambda name, rec: advance((name, rec)),
+                             **_bound_kw(bound_methods, no_analytic))
+    _write_text(render(df, fmt, label="tab:compare"), out)

@@ -23,7 +23,7 @@ from ..result import (
     write_solution,
 )
 from . import main
-from .options import given, knob_options
+from .options import deprecated_alias, given, knob_options
 
 log = logging.getLogger(__name__)
 
@@ -93,24 +93,27 @@ _OWNERS = {cls: ", ".join(m.name for m in registry.METHODS.values() if m.params 
 @knob_options(_KNOB_CLASSES, owners=_OWNERS)
 @click.option("--topology", "topology_path", type=click.Path(dir_okay=False), default=None,
               help="Fix the topology of this earlier solution, and its AllReduce rings (orders "
-                   "and shares) unless --rings default (route family).")
+                   "and shares) unless --rings default (the route problem).")
 @click.option("--warm-start", type=click.Path(dir_okay=False), default=None,
               help="Start exact solvers from this solution.")
 @click.option("--export", "export_path", type=click.Path(dir_okay=False), default=None,
               help="Write the model to MODEL.mps or MODEL.lp.")
-@click.option("--format", "fmt", type=click.Choice(["json", "sndlib"]), default="json",
-              show_default=True, help="Instance file format.")
+@click.option("--input-format", "fmt", type=click.Choice(["json", "sndlib"]), default=None,
+              help="Format of the INSTANCE file [default: json].")
+@click.option("--format", "old_fmt", type=click.Choice(["json", "sndlib"]), default=None,
+              hidden=True)
 @click.option("--capacity", type=click.Choice(["file", "unit"]), default="file",
               show_default=True, help="SNDlib: installed link capacities or unit capacities.")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
               help="Where to write the solution JSON.")
-def solve(instance_path, method, seed, topology_path, warm_start, export_path, fmt, capacity,
-          out, **knobs) -> None:
+def solve(instance_path, method, seed, topology_path, warm_start, export_path, fmt, old_fmt,
+          capacity, out, **knobs) -> None:
     """Solve INSTANCE with one method; write, re-check and summarise the solution.
 
     Every knob of the method's parameter class and of the solver is an option (unknown ones
     for this method are refused by name); the solution is re-checked by the independent
     checker, and a violation makes the status `error` (exit code 1)."""
+    fmt = deprecated_alias("--format", "--input-format", old_fmt, fmt, default="json")
     instance = load_instance(instance_path, fmt, capacity)
     knobs = given(knobs)
     m = registry.get(method)
@@ -153,7 +156,10 @@ def _print_metrics(metrics: dict) -> None:
 @main.command("evaluate")
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(dir_okay=False))
 @click.argument("solution_path", metavar="SOL.json", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default=None,
+              help="text: summary, metrics and violations; json: {violations, metrics} "
+                   "[default: text].")
+@click.option("--json", "old_json", is_flag=True, default=None, hidden=True)
 @click.option("--routing", type=click.Choice(["approx", "lp"]), default=None,
               help="Also route SOL's topology (with its own rings) near-optimally: approx = "
                    "route-approx, a certified (1+eps)-approximation for any size; lp = "
@@ -163,13 +169,16 @@ def _print_metrics(metrics: dict) -> None:
 @click.option("--time-limit", type=float, default=None, help="--routing: time limit [s].")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
               help="--routing: write the re-routed solution here.")
-def evaluate_cmd(instance_path, solution_path, as_json, routing, epsilon, time_limit,
+def evaluate_cmd(instance_path, solution_path, fmt, old_json, routing, epsilon, time_limit,
                  out) -> None:
     """Re-check SOL.json against INSTANCE independently and print its metrics.
 
     With --routing, SOL's topology and AllReduce rings are routed again (route-approx or
     route-milp) and the optimal communication time of that topology is printed with its
     certified bound. Exit code 1 when the checker finds violations (each is printed)."""
+    fmt = deprecated_alias("--json", "--format json", "json" if old_json else None, fmt,
+                           default="text")
+    as_json = fmt == "json"
     instance = Instance.load(instance_path)
     data = read_solution(solution_path)
     ihash = instance.content_hash()

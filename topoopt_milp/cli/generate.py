@@ -1,4 +1,4 @@
-"""`generate`: write a synthetic instance of a named traffic family."""
+"""`generate`: write a synthetic instance with a named traffic pattern."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from .. import generators
 from ..instance import InstanceError
 from . import main
 
-_FAMILY_HELP = """Write a synthetic instance of FAMILY as topoopt-instance/1 JSON.
+_PATTERN_HELP = """Write a synthetic instance with traffic PATTERN as topoopt-instance/1 JSON.
 
 \b
-Families (volumes in bytes per training iteration):
+Traffic patterns (volumes in bytes per training iteration):
   uniform      all-to-all: every ordered pair sends --bytes (default 1e7)
   permutation  random derangement i -> pi(i), --bytes each (default 1e8), seeded
   shift        i -> (i + --shift) mod n, --bytes each (default 1e8)
@@ -29,7 +29,7 @@ Families (volumes in bytes per training iteration):
                bytes (default 0.3): --mp-pattern dense (every pair, default)
                or sparse (--pairs random pairs), seeded
 
-Options that do not apply to FAMILY are rejected. Same arguments, same seed:
+Options that do not apply to PATTERN are rejected. Same arguments, same seed:
 byte-identical file.
 
 \b
@@ -38,8 +38,8 @@ Example:
 """
 
 
-@main.command(help=_FAMILY_HELP)
-@click.argument("family", type=click.Choice(list(generators.FAMILIES)))
+@main.command(help=_PATTERN_HELP)
+@click.argument("family", metavar="PATTERN", type=click.Choice(list(generators.FAMILIES)))
 @click.option("--n", "n", type=int, required=True, help="Number of servers.")
 @click.option("--degree", "-d", type=int, required=True, help="Optical ports per server.")
 @click.option("--gbps", type=float, default=generators.DEFAULT_GBPS, show_default=True,
@@ -52,7 +52,7 @@ Example:
               help="Compute time per iteration [s] (default 0; dlrm 0.05).")
 @click.option("--latency-us", type=float, default=None,
               help="Per-hop latency [us] added as max_hops * latency (default 0).")
-@click.option("--name", default=None, help="Instance name (default: FAMILY-nN-dD-sSEED).")
+@click.option("--name", default=None, help="Instance name (default: PATTERN-nN-dD-sSEED).")
 @click.option("--bytes", "bytes_", type=float, default=None,
               help="uniform/permutation/shift: bytes per demand.")
 @click.option("--shift", type=int, default=None, help="shift: offset s (default 1).")
@@ -91,7 +91,7 @@ def generate(family, n, degree, gbps, seed, regular, compute_s, latency_us, name
     for key in options:
         if key not in allowed:
             flag = "--" + key.replace("_", "-")
-            raise InstanceError(f"{flag}: not an option of family {family!r}")
+            raise InstanceError(f"{flag}: not an option of traffic pattern {family!r}")
     instance = generators.generate(family, n, degree, gbps, regular=regular, **options)
     if name is not None:
         instance = instance.from_dict({**instance.to_dict(), "name": name})

@@ -10,6 +10,7 @@ were not given stay ``None`` and are left out, so each method uses its own defau
 
 from __future__ import annotations
 
+import os
 import typing
 from collections.abc import Callable, Iterable
 from types import UnionType
@@ -84,3 +85,29 @@ def knob_options(classes: Iterable[type[Params]], skip: Iterable[str] = (),
 def given(knobs: dict) -> dict:
     """The knobs the user gave (click passes ``None`` for the others)."""
     return {k: parse_knob(v) for k, v in knobs.items() if v is not None}
+
+
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity: a container's or a job's share)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def jobs_option(f):
+    """``--jobs/-j N``: runs in parallel, each its own process; default one per core."""
+    return click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+                        help=f"Runs in parallel, each in its own process [default: one per "
+                             f"core, {cores()} here].")(f)
+
+
+def deprecated_alias(old: str, new: str, value, new_value, default=None):
+    """The value of an option given under its old spelling ``old`` (a hidden option kept so
+    that scripts keep working) or its new one ``new``; both at once is an error."""
+    if value is None:
+        return default if new_value is None else new_value
+    if new_value is not None:
+        raise click.UsageError(f"{old} is the old spelling of {new}: give one of them")
+    click.echo(f"note: {old} is now spelled {new}", err=True)
+    return value

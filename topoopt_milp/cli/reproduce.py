@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from . import main
+from .options import cores, jobs_option
 
 
 def _default_library() -> Path:
@@ -20,10 +21,9 @@ def _default_library() -> Path:
               help="Small instances and short time limits (a few minutes on 2 cores).")
 @click.option("--instances", "library", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="Instance library folder [default: the bundled instances/].")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder [default: results/ (full) or results/quick/ (--quick)].")
-@click.option("--jobs", "-j", type=int, default=1, show_default=True,
-              help="Runs in parallel (each run is its own process).")
+@jobs_option
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
 @click.option("--bound-methods", default=None,
               help="Only these exact methods (comma-separated) give bounds in the tables.")
@@ -43,7 +43,7 @@ def reproduce(quick, library, out, jobs, no_progress, bound_methods, no_analytic
     if not library.is_dir():
         raise FileNotFoundError(f"--instances: {library} is not a folder")
     out = out or (library.parent / "results" / ("quick" if quick else ""))
-    store = run_plan(library, out, quick, jobs=jobs, progress=not no_progress)
+    store = run_plan(library, out, quick, jobs=jobs or cores(), progress=not no_progress)
     # Only the full plan covers every library instance, so only it refreshes reference.csv.
     bound_kw = _bound_kw(bound_methods, no_analytic)
     written = write_outputs(store, out, library=None if quick else library, **bound_kw)

@@ -52,7 +52,7 @@ def _workload(model_name, n, gpus_per_server, batch, dtype_bytes, gpu, efficienc
 @_workload_options
 @click.option("--strategy", default="dp", show_default=True,
               help="dp | pp=P[,tp=T] | STRATEGY.json (per-layer degree and placement).")
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+@click.option("--out", "-o", "out", required=True, type=click.Path(dir_okay=False),
               help="Instance JSON to write.")
 @click.option("--name", default=None,
               help="Instance name (default: the --out file name without .json, so that the "
@@ -131,7 +131,7 @@ def _search_options(f):
 @_workload_options
 @_search_options
 @_cost_options
-@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+@click.option("--out", "-o", "out", type=click.Path(file_okay=False), default=None,
               help="Directory for summary.json, trajectory.csv, strategy.json, instance.json, "
                    "solution.json.")
 @click.option("--instance-out", type=click.Path(dir_okay=False), default=None,
@@ -140,17 +140,18 @@ def _search_options(f):
 @click.option("--name", default=None,
               help="Instance name for --instance-out and --out (default: the --instance-out file "
                    "name without .json, else MODEL-nN-dD).")
+@click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
 def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes, gpu, efficiency,
                time_limit, set_pairs, strategy, cost_nic, cost_transceiver, cost_switch_port,
-               cost_patch_port, fat_tree_tiers, fat_tree_gbps, out, instance_out, name, **search):
+               cost_patch_port, fat_tree_tiers, fat_tree_gbps, out, instance_out, name,
+               no_progress, **search):
     """Co-optimize MODEL's parallelization strategy and the topology (Metropolis MCMC).
 
     Progress goes to stderr; the final strategy's iteration time is compared with the ideal
     switch, full-bisection and cost-equivalent Fat-trees and a random expander."""
-    import sys
-
     from ..cooptimize import CoOptConfig, final_instance, summary, write_outputs
     from ..cooptimize import cooptimize as run
+    from ..progress import progress_bar
     from ..workloads.fabrics import CostModel
     from ..workloads.strategy import parse_strategy
     from .bench import settings_from
@@ -164,12 +165,9 @@ def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes,
     cfg = CoOptConfig(**given(search), method_knobs=knobs)
     method, budget = cfg.method, cfg.budget
     cost = CostModel(cost_nic, cost_transceiver, cost_switch_port, cost_patch_port, fat_tree_tiers)
-    with click.progressbar(length=budget, label=f"cooptimize {w.model.name}", file=sys.stderr,
-                           item_show_func=lambda r: r and f"best {r['best_true_s']:.4g} s") as bar:
-        def progress(step, row):
-            bar.update(1, row)
-
-        res = run(w, degree, gbps, start, cfg, progress)
+    with progress_bar(budget, f"cooptimize {w.model.name}",
+                      lambda r: f"best {r['best_true_s']:.4g} s", enabled=not no_progress) as advance:
+        res = run(w, degree, gbps, start, cfg, lambda step, row: advance(row))
     summ = summary(res, cost, fat_tree_gbps)
     if name is None and instance_out:
         name = Path(instance_out).stem
@@ -200,7 +198,7 @@ def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes,
 # left out of the command recorded in the instance, so the file does not depend on its path.
 _NOT_IN_COMMAND = frozenset({"out", "instance_out", "cost_nic", "cost_transceiver",
                              "cost_switch_port", "cost_patch_port", "fat_tree_tiers",
-                             "fat_tree_gbps"})
+                             "fat_tree_gbps", "no_progress"})
 
 
 def _command_line(ctx: click.Context, skip=frozenset()) -> str:
@@ -231,7 +229,7 @@ def _command_line(ctx: click.Context, skip=frozenset()) -> str:
 
 
 @main.command("cooptimize-table")
-@click.option("--out", "out", type=click.Path(file_okay=False), default="results/workloads",
+@click.option("--out", "-o", "out", type=click.Path(file_okay=False), default="results/workloads",
               show_default=True, help="Directory for table.md and table.csv.")
 @click.option("--budget", type=int, default=2000, show_default=True, help="MCMC steps per row.")
 @click.option("--k", "k", type=int, default=50, show_default=True, help="Steps between rebuilds.")
@@ -255,5 +253,6 @@ def cooptimize_table(out, budget, k, seed, exact_method, exact_time_limit, exact
                    f"-> co-optimized {row['coopt_tf']:.4g} s ({row['runtime_s']:.0f} s)", err=True)
 
     df = build_table(configs, tc, progress)
-    write_table(df, out, tc)
+    # the table says how it was made: this command as run, every option spelled out
+    write_table(df, out, tc, command=_command_line(click.get_current_context()))
     click.echo(f"wrote {out}/table.md and {out}/table.csv")
