@@ -8,7 +8,7 @@ import logging
 import click
 
 from .. import registry
-from ..bench.store import StoreError, load_runs
+from ..bench.store import load_runs
 from ..instance import Instance
 from . import main
 
@@ -81,10 +81,8 @@ def bench(instances, methods_text, time_limit, seeds, jobs, store_path, engine, 
 
 
 def _runs(stores, families=(), methods=None):
-    try:
-        runs = load_runs(stores)
-    except StoreError as exc:
-        raise click.ClickException(str(exc)) from None
+    # Read-only: a StoreError (not a run store, corrupt, ...) is one line and exit code 2.
+    runs = load_runs(stores)
     if families:
         runs = runs[runs["family"].isin(list(families))]
     if methods:
