@@ -67,7 +67,9 @@ def bench(instances, methods_text, time_limit, seeds, jobs, store_path, engine, 
 
     INSTANCES are instance files or folders (searched recursively for topoopt-instance/1
     JSON). Re-running the same command resumes: finished runs are skipped. A run that crashes
-    or exceeds the hard limit is recorded as an error row and the sweep goes on."""
+    or exceeds the hard limit, and a file that is not a valid instance, are recorded as error
+    rows and the sweep goes on. Runs that another `bench` on the same STORE is running are
+    skipped (each run is claimed in the store before it starts)."""
     from ..bench.runner import build_tasks, run_sweep
 
     if seeds < 1:
@@ -76,7 +78,8 @@ def bench(instances, methods_text, time_limit, seeds, jobs, store_path, engine, 
     tasks = build_tasks(instances, _methods(methods_text), seeds, time_limit, settings, hard_limit)
     summary = run_sweep(tasks, store_path, jobs=jobs, engine=engine, address=address,
                         retry_errors=retry_errors, progress=not no_progress)
-    click.echo(f"{summary.total} runs: {summary.skipped} already finished, {summary.ran} ran "
+    held = f"{summary.held} held by another bench, " if summary.held else ""
+    click.echo(f"{summary.total} runs: {summary.skipped} already finished, {held}{summary.ran} ran "
                f"({summary.errors} errors) in {summary.wall_s:.1f} s; store {store_path}")
 
 
