@@ -1,4 +1,5 @@
-"""Shared fixtures: a small valid instance dict, the data folder, and a CLI runner."""
+"""Shared fixtures: a small valid instance dict, the data folder, a CLI runner and a tiny
+instance library for sweeps."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
+from topoopt_milp.instance import make_instance
 
 DATA = Path(__file__).parent / "data"
 
@@ -74,3 +77,16 @@ def compile_latex(tmp_path):
         return logs
 
     return run
+
+
+@pytest.fixture
+def library(tmp_path):
+    """Two tiny instances (n = 6, 8; d = 4) with AllReduce and MP traffic in folder `tiny/`."""
+    root = tmp_path / "lib" / "tiny"
+    root.mkdir(parents=True)
+    for n in (6, 8):
+        inst = make_instance(n, 4, 100.0, allreduce=[(range(n), 2e8)],
+                             mp=[(0, n // 2, 3e7), (1, n - 1, 1e7)], name=f"tiny{n}")
+        inst.save(root / f"tiny{n}.json")
+    (root / "notes.json").write_text('{"not": "an instance"}')  # skipped by folder search
+    return tmp_path / "lib"

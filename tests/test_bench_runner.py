@@ -16,7 +16,6 @@ from topoopt_milp import registry
 from topoopt_milp.bench.runner import build_tasks, find_instances, run_sweep
 from topoopt_milp.bench.store import RunStore, load_runs
 from topoopt_milp.bench.tables import instance_table
-from topoopt_milp.instance import make_instance
 from topoopt_milp.params import RoutingParams
 
 # Columns that do not depend on timing, host or the engine.
@@ -52,19 +51,6 @@ def bad_methods(monkeypatch):
             RoutingParams, "test only"))
 
 
-@pytest.fixture
-def library(tmp_path):
-    """Two tiny instances (n = 6, 8; d = 4) with AllReduce and MP traffic in folder `tiny/`."""
-    root = tmp_path / "lib" / "tiny"
-    root.mkdir(parents=True)
-    for n in (6, 8):
-        inst = make_instance(n, 4, 100.0, allreduce=[(range(n), 2e8)],
-                             mp=[(0, n // 2, 3e7), (1, n - 1, 1e7)], name=f"tiny{n}")
-        inst.save(root / f"tiny{n}.json")
-    (root / "notes.json").write_text('{"not": "an instance"}')  # skipped by folder search
-    return tmp_path / "lib"
-
-
 def _frame(path):
     df = load_runs(path)
     return df[DETERMINISTIC].sort_values("run_key").reset_index(drop=True)
@@ -72,7 +58,8 @@ def _frame(path):
 
 def test_find_instances_and_family(library):
     found = find_instances([library])
-    assert [p.name for p, _ in found] == ["tiny6.json", "tiny8.json"]
+    assert [f.path.name for f in found] == ["tiny6.json", "tiny8.json"]
+    assert all(f.error is None for f in found)
     tasks = build_tasks([library], ["ring"], seeds=2, time_limit=5)
     assert len(tasks) == 4 and {t.family for t in tasks} == {"tiny"}
     assert len({t.run_key for t in tasks}) == 4
@@ -122,24 +109,34 @@ sys.path.insert(0, {tests!r})
 from topoopt_milp import registry
 from topoopt_milp.bench.runner import build_tasks, run_sweep
 from topoopt_milp.params import RoutingParams
-registry.METHODS["test-hang"] = registry.Method("test-hang", "alloc", "heuristic", "heuristic",
-                                                "test_bench_runner:hang", RoutingParams, "test only")
-run_sweep(build_tasks([{inst!r}], ["test-hang"], seeds=2, time_limit=1, hard_limit=600),
-          {store!r}, jobs=2, progress=False)
+registry.METHODS[{name!r}] = registry.Method({name!r}, "alloc", "heuristic", "heuristic",
+                                             {target!r}, RoutingParams, "test only")
+s = run_sweep(build_tasks([{inst!r}], [{name!r}], seeds={seeds}, time_limit=1, hard_limit=600),
+              {store!r}, jobs={jobs}, progress=False)
+print("RAN", s.ran, "HELD", s.held)
 """
+
+
+def sweep_script(inst, store, target="test_bench_runner:hang", seeds=2, jobs=None) -> str:
+    """Python source of a sweep of one test-only method ``target`` ("module:function" in
+    tests/) with ``seeds`` seeds, ``jobs`` runs at once (default: all), a hard limit far beyond
+    any test; it prints ``RAN <runs> HELD <runs>``."""
+    return SWEEP_SCRIPT.format(tests=os.path.dirname(__file__), inst=str(inst), store=str(store),
+                               name="test-" + target.split(":")[1], target=target, seeds=seeds,
+                               jobs=jobs or seeds)
 
 
 def test_sigterm_kills_the_running_children(tmp_path, library):
     psutil = pytest.importorskip("psutil")
-    script = SWEEP_SCRIPT.format(tests=os.path.dirname(__file__), inst=str(library / "tiny" / "tiny6.json"),
-                                 store=str(tmp_path / "s.sqlite"))
+    script = sweep_script(library / "tiny" / "tiny6.json", tmp_path / "s.sqlite")
     proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     children: list = []
     while len(children) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)
-        children = psutil.Process(proc.pid).children(recursive=True)
+        children = psutil.Process(proc.pid).children()  # the runs (their guards are below)
     assert len(children) >= 2, proc.stderr.read() if proc.poll() is not None else "no children"
+    children = psutil.Process(proc.pid).children(recursive=True)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 128 + signal.SIGTERM
     gone, alive = psutil.wait_procs(children, timeout=10)
@@ -161,7 +158,7 @@ def _count(store) -> int:
 # ~7 s idle: 14 runs, each its own process. Kept in the default run: it is the evidence that
 # an interrupted sweep loses and duplicates nothing.
 def test_sigkill_mid_sweep_then_resume_equals_uninterrupted(tmp_path, library):
-    args = ["bench", str(library), "--methods", "ring,expander,totientperms", "--seeds", "1",
+    args = ["bench", str(library), "--methods", "ring,expander,totientperms", "--num-seeds", "1",
             "--time-limit", "5", "--no-progress"]
     total = 6
     killed = tmp_path / "killed.sqlite"

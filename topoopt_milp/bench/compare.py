@@ -2,7 +2,7 @@
 
 No isolation and no store: a quick look, not a benchmark (use ``bench`` for that). Each
 solution is solved, evaluated and independently checked exactly as in a sweep
-(:func:`~topoopt_milp.bench.runner.solve_record`, i.e.
+(:func:`~topoopt_milp.bench.child.solve_record`, i.e.
 :func:`~topoopt_milp.pipeline.solve_checked`), and each method's best bound follows the rule
 of the tables (:mod:`.gaps`: only bounds whose scope contains that method's solution).
 """
@@ -20,8 +20,9 @@ import pandas as pd
 
 from .. import registry
 from ..instance import Instance
+from .child import solve_record
 from .gaps import run_gaps
-from .runner import check_settings, make_options, solve_record
+from .runner import check_settings, make_options
 
 log = logging.getLogger(__name__)
 

@@ -13,6 +13,11 @@ Everything under ``results/`` is produced here from raw run records (nothing han
 * ``reference/<family>.csv`` -- best known objective and best bound per instance (the values
   committed as ``instances/<family>/reference.csv``).
 
+``<family>`` comes from instance files (``meta.family``), i.e. from user input: it is made
+a safe file name first (:func:`.names.file_component`), every path written is checked to lie
+in the output folder (:func:`.names.inside`), and ``instances/<family>/reference.csv`` is
+written only for a family that is the plain name of a folder of the library.
+
 The ``quick`` plan is a subset (small instances, short limits) that runs in a few minutes on
 2 cores; the full plan is what the committed ``results/`` were made with.
 """
@@ -26,6 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from .gaps import SOLVED, run_gaps
+from .names import file_component, inside
 from .plots import NoDataError, plot_gap, plot_iteration, plot_profile, plot_runtime
 from .report import write_report
 from .runner import build_tasks, run_sweep
@@ -143,31 +149,35 @@ def family_figures(runs: pd.DataFrame, out: Path, **bound_kw) -> list[Path]:
                 ("runtime", lambda p, g=grp: plot_runtime(g, p)),
                 ("profile", lambda p, g=complete: plot_profile(g, p)))
         for kind, draw in jobs:
-            path = out / f"{kind}-{family}.png"
+            path = inside(out, f"{kind}-{file_component(family)}.png")
             try:
                 written.extend(draw(path))
             except NoDataError as exc:
                 log.info("no %s: %s", path.name, exc)
     bandwidth = runs[runs["family"] == "bandwidth"]
     if not bandwidth.empty:
-        written.extend(plot_iteration(bandwidth, out / "iteration.png"))
+        written.extend(plot_iteration(bandwidth, inside(out, "iteration.png")))
     return written
 
 
 def write_outputs(store: Path, out: Path, library: Path | None = None, **bound_kw) -> list[Path]:
     """Tables and figures (:func:`.report.write_report`) plus the reference values of every
     family, all from the store; returns the paths written. With ``library`` the reference
-    values are also written as ``library/<family>/reference.csv``."""
+    values are also written as ``library/<family>/reference.csv`` for every family that is
+    the plain name of a folder of ``library`` (no other path is ever written there)."""
     runs = load_runs(store)
+    out.mkdir(parents=True, exist_ok=True)
     written = write_report(runs, out, kinds=(), **bound_kw)
     written.extend(family_figures(runs, out, **bound_kw))
-    ref_dir = out / "reference"
+    ref_dir = inside(out, "reference")
     ref_dir.mkdir(exist_ok=True)
     for family, grp in reference_table(runs, **bound_kw).groupby("family"):
-        path = ref_dir / f"{family}.csv"
-        grp.drop(columns="family").to_csv(path, index=False)
+        table = grp.drop(columns="family")
+        path = inside(ref_dir, f"{file_component(family)}.csv")
+        table.to_csv(path, index=False)
         written.append(path)
-        if library is not None and (library / family).is_dir():
-            grp.drop(columns="family").to_csv(library / family / "reference.csv", index=False)
-            written.append(library / family / "reference.csv")
+        if library is not None and family == file_component(family) and (library / family).is_dir():
+            path = inside(library, f"{family}/reference.csv")
+            table.to_csv(path, index=False)
+            written.append(path)
     return written

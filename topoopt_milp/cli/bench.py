@@ -8,7 +8,7 @@ import logging
 import click
 
 from .. import registry
-from ..bench.store import StoreError, load_runs
+from ..bench.store import load_runs
 from ..instance import Instance
 from . import main
 from .options import cores, deprecated_alias, jobs_option
@@ -68,7 +68,9 @@ def bench(instances, methods_text, time_limit, num_seeds, old_seeds, jobs, store
 
     INSTANCES are instance files or folders (searched recursively for topoopt-instance/1
     JSON). Re-running the same command resumes: finished runs are skipped. A run that crashes
-    or exceeds the hard limit is recorded as an error row and the sweep goes on."""
+    or exceeds the hard limit, and a file that is not a valid instance, are recorded as error
+    rows and the sweep goes on. Runs that another `bench` on the same STORE is running are
+    skipped (each run is claimed in the store before it starts)."""
     from ..bench.runner import build_tasks, run_sweep
 
     seeds = deprecated_alias("--seeds", "--num-seeds", old_seeds, num_seeds, default=1)
@@ -76,15 +78,14 @@ def bench(instances, methods_text, time_limit, num_seeds, old_seeds, jobs, store
     tasks = build_tasks(instances, _methods(methods_text), seeds, time_limit, settings, hard_limit)
     summary = run_sweep(tasks, store_path, jobs=jobs or cores(), engine=engine, address=address,
                         retry_errors=retry_errors, progress=not no_progress)
-    click.echo(f"{summary.total} runs: {summary.skipped} already finished, {summary.ran} ran "
+    held = f"{summary.held} held by another bench, " if summary.held else ""
+    click.echo(f"{summary.total} runs: {summary.skipped} already finished, {held}{summary.ran} ran "
                f"({summary.errors} errors) in {summary.wall_s:.1f} s; store {store_path}")
 
 
 def _runs(stores, families=(), methods=None):
-    try:
-        runs = load_runs(stores)
-    except StoreError as exc:
-        raise click.ClickException(str(exc)) from None
+    # Read-only: a StoreError (not a run store, corrupt, ...) is one line and exit code 2.
+    runs = load_runs(stores)
     if families:
         runs = runs[runs["family"].isin(list(families))]
     if methods:
