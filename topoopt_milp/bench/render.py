@@ -53,6 +53,12 @@ HEADERS = {
     "max_gap_pct": "max\ngap [%]", "mean_ratio": "mean obj.\n/ bound",
     "bound_sources": "bounds\nfrom", "sgm_runtime_s": "runtime\nsgm [s]",
     "gap_errors": "gap\nerrors",
+    # the headline table (:mod:`.headline`)
+    "workload": "workload", "link_gbps": "B\n[Gbps]", "tf_s": "TF\n[s]", "tf_lp_s": "TF+LP\n[s]",
+    "tf_topology_gap_pct": "TF topo.\ngap [%]", "tf_routing_gap_pct": "TF rout.\ngap [%]",
+    "tp_s": "TP\n[s]", "tp_lp_s": "TP+LP\n[s]", "tp_topology_gap_pct": "TP topo.\ngap [%]",
+    "tp_routing_gap_pct": "TP rout.\ngap [%]", "best_s": "best\n[s]", "best_by": "best by",
+    "bound_s": "bound\n[s]", "bound_by": "bound\nfrom", "certified_gap_pct": "certified\ngap [%]",
 }
 _MD_HEADERS = {  # Markdown reads one line; hyphenations of the LaTeX headers are undone
     "instances": "instances", "optimal": "optimal", "feasible": "feasible",

@@ -205,8 +205,12 @@ def table(runs: pd.DataFrame, by: str, fmt: str, wide: str | None = None,
     family (labels ``LABEL-<family>``, default ``tab:instances-<family>`` and
     ``tab:gaps-<family>``), and the family table groups its rows by family
     (``tab:families``)."""
+    if by == "headline":
+        from .headline import headline
+
+        return headline(runs, fmt, **bound_kw)
     if by not in ("instance", "family"):
-        raise InputError(f"by: unknown grouping {by!r} (known: instance, family)")
+        raise InputError(f"by: unknown grouping {by!r} (known: instance, family, headline)")
     if wide is not None and by != "instance":
         raise InputError("wide: only with by = instance")
     bounds = _bound_note(bound_kw, runs)

@@ -121,8 +121,11 @@ def _bound_kw(bound_methods, no_analytic) -> dict:
 
 @main.command("table")
 @click.argument("stores", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--by", type=click.Choice(["instance", "family"]), default="instance", show_default=True,
-              help="One row per (instance, method), or per (family, method).")
+@click.option("--by", type=click.Choice(["instance", "family", "headline"]), default="instance",
+              show_default=True,
+              help="One row per (instance, method), per (family, method), or the headline "
+                   "table: TopoOpt's topology, routing and certified gaps per coopt / mixed "
+                   "instance.")
 @click.option("--format", "fmt", type=click.Choice(["md", "latex", "csv", "json"]), default="md",
               show_default=True)
 @click.option("--wide", type=click.Choice(["gap_pct", "ratio", "objective", "runtime_s"]),
