@@ -64,6 +64,9 @@ METHODS: dict[str, Method] = {
                "integer link matrix under the port budget with routing: MILP"),
         Method("alloc-cpsat", "alloc", "cpsat", ".formulations.alloc:solve_cpsat",
                "integer link matrix under the port budget with path choice: CP-SAT"),
+        # backend "heuristic": it proves no bound (Method.exact is False); its LPs run on HiGHS
+        Method("alloc-alternate", "alloc", _H, ".formulations.alloc_alternate:solve",
+               "alternate the exact link step and the route LP with free ring shares (upper bound)"),
         Method("route-milp", "route", "milp", ".formulations.route:solve_milp",
                "min-congestion routing on a fixed topology: LP / path LP / unsplittable MILP"),
         Method("route-cpsat", "route", "cpsat", ".formulations.route:solve_cpsat",

@@ -1,0 +1,309 @@
+"""alloc-alternate: an upper-bound method for the alloc problem by alternating topology and
+routing steps (in the spirit of ATRO, arXiv 2507.13717).
+
+The alloc problem (:mod:`.alloc`) chooses an integer link matrix ``L`` under the port budget,
+AllReduce ring splits over the TotientPerms orders and a fractional routing, minimising
+``T_comm``. Both halves are easy when the other is fixed:
+
+* **routing step** -- on a fixed ``L``, the route LP with free ring shares over the
+  TotientPerms orders (:func:`.ring_lp.route_rings`) is exact;
+* **topology step** -- for the arc loads ``W`` of a fixed routing, the integer ``L``
+  minimising ``max_a W_a / (L_a B)`` is found exactly by a binary search
+  (:func:`.link_step.best_links`).
+
+Alternating them cannot get worse: the topology step's ``L'`` carries the current routing at
+``T* <= T`` (the current ``L`` is one of its candidates), and the routing step on ``L'`` is at
+most ``T*`` (the current routing is one of its candidates). Every solution stays in
+alloc-milp's space (port budget, multiplicity cap, TotientPerms ring orders with a free
+split), so alloc-milp's and alloc-benders' bounds cover it and it can never beat their proven
+optimum.
+
+Start. The best of TotientPerms, TopologyFinder and demand-greedy, each routed by the routing
+step (their ring orders lie in the TotientPerms space, so the free split over that space is
+never worse than their own rings with LP routing).
+
+Routing with a hop penalty. An interior-point LP solution spreads flow over every arc some
+optimal routing could use; then every link carries load, the topology step must keep all of
+them, and the alternation stalls at once. The routing step therefore minimises ``U`` plus
+``hop_penalty`` times the mean hop count (:mod:`.ring_lp`; the default ``1e-4`` costs at most
+``1e-4`` times the mean hop count, in units of the ideal-switch time), and the best topology is
+re-routed without the penalty at the end (``polish``).
+
+Stall rule. An iteration whose new solution is not better than the best by a relative
+``1e-6`` does not count as progress; its solution still becomes the current one when it is no
+worse than the current (a plateau move: the topology step may have placed the spare ports
+differently). The run stops after ``patience`` iterations without progress, when a link
+matrix repeats, at ``max_iterations`` or at the time limit. With ``restarts`` (default on),
+a stalled run restarts from the next-best start topology before it stops.
+
+Every accepted solution has been re-verified by the independent checker
+(:func:`~topoopt_milp.check.check_solution`); a rejected one is recorded in the trajectory
+and skipped. The result is ``feasible`` with ``bound = None``; ``params["trajectory"]`` lists
+every step ``(iteration, kind, objective_s, t_star_s, accepted, elapsed_s)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..check import check_solution
+from ..evaluate import arc_loads, evaluate
+from ..instance import Instance
+from ..result import SolveOptions, SolveResult, Status, solution_dict
+from ..topology import Ring, Routing, Topology
+from . import _exact
+from .link_step import best_links, pair_loads
+from .ring_lp import RingRoute, candidate_orders, in_ring_space, route_rings
+
+log = logging.getLogger(__name__)
+
+STARTS = ("totientperms", "topologyfinder", "demand-greedy")
+PROGRESS = 1e-6  # relative improvement that counts as progress
+
+
+@dataclass(frozen=True)
+class Step:
+    """One trajectory entry: ``kind`` is ``start:<method>``, ``alternate``, ``restart`` or
+    ``polish``; ``t_star_s`` the topology step's optimum for the previous routing."""
+
+    iteration: int
+    kind: str
+    objective_s: float | None
+    t_star_s: float | None
+    accepted: bool
+    elapsed_s: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Solution:
+    topology: Topology
+    routing: Routing
+    rings: tuple[Ring, ...]
+    objective_s: float
+
+
+def _checked(instance: Instance, rr: RingRoute) -> tuple[Solution | None, str]:
+    """The routing step's solution if the independent checker accepts it (else the reason)."""
+    if rr.routing is None:
+        return None, f"routing step failed: {rr.outcome.status.value} {rr.outcome.message}"
+    res = SolveResult("alloc-alternate", Status.FEASIBLE, rr.objective_s, None, 0.0,
+                      topology=rr.topology, routing=rr.routing)
+    problems = check_solution(instance.to_dict(), solution_dict(
+        res, instance, evaluate(instance, rr.topology, rr.routing)))
+    if problems:
+        return None, f"checker: {len(problems)} violation(s): {problems[0]}"
+    return Solution(rr.topology, rr.routing, rr.rings, float(rr.objective_s)), ""
+
+
+def start_topologies(instance: Instance, methods: Sequence[str] = STARTS,
+                     seed: int = 0) -> list[tuple[str, Topology, tuple[Ring, ...]]]:
+    """``(method, topology, its own rings)`` of every start heuristic that runs (routed by its
+    cheap default; only the topology and rings are used)."""
+    from .. import registry
+
+    out = []
+    for m in methods:
+        try:
+            res = registry.solve(instance, m, SolveOptions(seed=seed))
+        except Exception as exc:  # a heuristic that cannot handle the instance is skipped
+            log.warning("alloc-alternate: start %s failed: %s", m, exc)
+            continue
+        if res.topology is not None and res.routing is not None:
+            out.append((m, res.topology, tuple(res.routing.rings)))
+    return out
+
+
+def direct_demand(instance: Instance, rings: Sequence[Ring]) -> np.ndarray:
+    """Bytes per ordered pair over the MP demands and the ring edges of ``rings``."""
+    return _exact.demand_matrix(instance, rings)
+
+
+def alternate(
+    instance: Instance,
+    starts: Sequence[tuple[str, Topology]],
+    *,
+    time_limit: float | None = None,
+    max_iterations: int = 50,
+    patience: int = 20,
+    max_moves: int = 50,
+    batch: int | None = None,
+    restarts: bool = True,
+    cap: int | None = None,
+    hop_penalty: float = 1e-4,
+    polish: bool = True,
+    lp_options: SolveOptions | None = None,
+) -> tuple[Solution | None, list[Step]]:
+    """Run the alternation of the module docstring from the ``starts`` ``(name, topology)``;
+    return the best checked solution (``None`` if no start could be routed) and the
+    trajectory."""
+    t0 = time.perf_counter()
+    lp_options = lp_options or SolveOptions()
+    cands = candidate_orders(instance)
+    cap = instance.degree if cap is None else int(cap)
+    traj: list[Step] = []
+
+    def left() -> float | None:
+        return None if time_limit is None else time_limit - (time.perf_counter() - t0)
+
+    def routed(topo: Topology, penalty: float) -> tuple[Solution | None, str]:
+        rem = left()
+        opts = lp_options if rem is None else lp_options.with_(time_limit=max(rem, 1.0))
+        return _checked(instance, route_rings(instance, topo, cands, opts, penalty))
+
+    def elapsed() -> float:
+        return time.perf_counter() - t0
+
+    pool: list[tuple[str, Solution]] = []
+    for name, topo in starts:
+        if left() is not None and left() <= 0:
+            break
+        if topo.links.max(initial=0) > cap:
+            traj.append(Step(0, f"start:{name}", None, None, False, elapsed(),
+                             "multiplicity above the cap"))
+            continue
+        sol, why = routed(topo, hop_penalty)
+        traj.append(Step(0, f"start:{name}", None if sol is None else sol.objective_s, None,
+                         sol is not None, elapsed(), why))
+        if sol is not None:
+            pool.append((name, sol))
+    if not pool:
+        return None, traj
+    pool.sort(key=lambda p: p[1].objective_s)
+    best = pool[0][1]
+    queue = [s for _, s in pool[1:]] if restarts else []
+    current = best
+    seen = {current.topology.links.tobytes()}
+    q0 = max(1, instance.n // 16) if batch is None else max(1, int(batch))
+    q, idle, it = q0, 0, 0
+    while it < max_iterations and (left() is None or left() > 0):
+        W = arc_loads(instance.n, current.routing)
+        prio = direct_demand(instance, current.rings)
+        accepted, tried = None, False
+        for kind, released in moves(W, current.topology.links, q, max_moves):
+            if it >= max_iterations or (left() is not None and left() <= 0):
+                break
+            Wm = W.copy()
+            for a, b in released:
+                Wm[a, b] = Wm[b, a] = 0.0
+            step = best_links(Wm, instance.degree, instance.link_bytes_per_s, instance.regular,
+                              cap, priority=prio, time_limit=left())
+            key = step.links.tobytes()
+            if key in seen:
+                continue
+            seen.add(key)
+            it += 1
+            tried = True
+            try:
+                sol, why = routed(Topology(step.links), hop_penalty)
+            except ValueError as exc:  # the released links disconnected some demand
+                sol, why = None, str(exc)
+            ok = sol is not None and sol.objective_s <= current.objective_s * (1 + 1e-9)
+            traj.append(Step(it, f"{kind}:{len(released)}", None if sol is None else sol.objective_s,
+                             step.t_star, ok, elapsed(), why))
+            if ok:
+                accepted = sol
+                break
+            if kind == "release" and q > 1:
+                break  # a rejected batch: retry with half the batch
+        if accepted is not None:
+            progress = accepted.objective_s < best.objective_s * (1 - PROGRESS)
+            current = accepted
+            if progress:
+                best, idle, q = accepted, 0, min(q0, 2 * q)
+            else:
+                idle += 1
+            if idle < patience:
+                continue
+        elif q > 1:
+            q = max(1, q // 2)
+            continue
+        elif tried and idle < patience:
+            continue  # every single move of this batch size was tried: fall through next time
+        if not queue:  # a local optimum (no move accepted) or a plateau without progress
+            break
+        current = queue.pop(0)
+        q, idle = q0, 0
+        traj.append(Step(it, "restart", current.objective_s, None, True, elapsed()))
+    if polish and hop_penalty > 0 and (left() is None or left() > 0):
+        sol, why = routed(best.topology, 0.0)
+        ok = sol is not None and sol.objective_s < best.objective_s
+        traj.append(Step(it, "polish", None if sol is None else sol.objective_s, None, ok,
+                         elapsed(), why))
+        if ok:
+            best = sol
+    return best, traj
+
+
+def moves(W: np.ndarray, L: np.ndarray, batch: int, max_moves: int):
+    """Candidate perturbations of the topology step, best first: ``(kind, released pairs)``.
+
+    ``("alternate", ())`` is the plain step. Then the linked pairs in decreasing utilisation
+    ``w_ij / L_ij`` are taken ``batch`` at a time; for each pair ``(i, j)`` of a batch the
+    least utilised other link at ``i``, ``(i, a)``, and at ``j``, ``(j, b)``, are released
+    (skipping links of the batch's own pairs and links at least as busy as ``(i, j)``).
+    Forgetting their loads frees one port at ``i, a, j, b``, so the exact topology step on the
+    modified loads can give the busy pair another link (a degree-preserving 2-swap when the
+    freed ports at ``a, b`` pair up), and the routing step re-routes what the released links
+    carried."""
+    yield "alternate", ()
+    w = pair_loads(W)
+    util = np.where(L > 0, w / np.maximum(L, 1), -np.inf)
+    iu, ju = np.nonzero(np.triu(L > 0, 1))
+    order = np.lexsort((ju, iu, -util[iu, ju]))
+    pairs = [(int(iu[k]), int(ju[k])) for k in order]
+    for start in range(0, min(len(pairs), max_moves * batch), batch):
+        group = pairs[start:start + batch]
+        own = {frozenset(p) for p in group}
+        released = set()
+        for i, j in group:
+            for v in (i, j):
+                cand = [int(a) for a in np.flatnonzero(L[v] > 0)
+                        if frozenset((v, int(a))) not in own and util[v, a] < util[i, j]]
+                if cand:
+                    a = min(cand, key=lambda x: (util[v, x], x))
+                    released.add((min(v, a), max(v, a)))
+        if released:
+            yield "release", tuple(sorted(released))
+
+
+def solve(instance: Instance, options: SolveOptions) -> SolveResult:
+    """``alloc-alternate``: thin adapter. Reads ``options.time_limit``, ``seed``, the LP
+    settings (``solver``, ``lp_algorithm``, ``threads``) and ``options.extra``:
+    ``max_iterations`` (50), ``patience`` (2), ``restarts`` (True), ``max_multiplicity``
+    (``d``), ``hop_penalty`` (1e-4), ``polish`` (True), ``starts`` (the three heuristics)."""
+    t0 = time.perf_counter()
+    ex = options.extra
+    starts = start_topologies(instance, tuple(ex.get("starts", STARTS)), options.seed)
+    lp_opts = options.with_(time_limit=None, warm_start=None, topology=None,
+                            extra={k: v for k, v in ex.items() if k in ("crossover", "highs_options")})
+    best, traj = alternate(
+        instance, [(m, t) for m, t, _ in starts], time_limit=options.time_limit,
+        max_iterations=int(ex.get("max_iterations", 50)), patience=int(ex.get("patience", 20)),
+        max_moves=int(ex.get("max_moves", 50)), batch=ex.get("batch"),
+        restarts=bool(ex.get("restarts", True)), cap=ex.get("max_multiplicity"),
+        hop_penalty=float(ex.get("hop_penalty", 1e-4)), polish=bool(ex.get("polish", True)),
+        lp_options=lp_opts)
+    runtime = time.perf_counter() - t0
+    params = {**options.as_params(), "trajectory": [asdict(s) for s in traj]}
+    own = {m: in_ring_space(instance, r) for m, _, r in starts}
+    if best is None:
+        return SolveResult("alloc-alternate", Status.NO_SOLUTION, None, None, runtime,
+                           seed=options.seed, params=params, backend="highs",
+                           message="no start topology could be routed")
+    steps = [s for s in traj if s.iteration > 0 and s.kind != "restart"]
+    first = min(s.objective_s for s in traj if s.kind.startswith("start:") and s.accepted)
+    msg = (f"{len(steps)} step(s), {sum(s.accepted for s in steps)} accepted; best start "
+           f"{first:.6g} s -> {best.objective_s:.6g} s; starts' own rings in the TotientPerms "
+           f"space: {own}")
+    from ..backends.pulp_backend import highs_version
+
+    return SolveResult("alloc-alternate", Status.FEASIBLE, best.objective_s, None, runtime,
+                       topology=best.topology, routing=best.routing, seed=options.seed,
+                       params=params, backend="highs", backend_version=highs_version(),
+                       objective_kind="comm_time", message=msg)
