@@ -129,3 +129,17 @@ def test_loads_that_no_budget_carries_are_refused():
     W[0, 1:] = 1.0  # node 0 needs three neighbours, d = 2
     with pytest.raises(ValueError, match="loads"):
         best_links(W, 2, B)
+
+
+def test_value_decides_spare_ports_before_bytes():
+    """Non-regular, d = 2, cap 1, one loaded pair 0-1: without values the spare ports go by
+    node ids (0-2, 1-2); values on 0-3 and 1-3 send them there instead; T* is unchanged."""
+    W = np.zeros((4, 4))
+    W[0, 1] = 1e8
+    plain = best_links(W, 2, B, regular=False, cap=1)
+    assert plain.links[0, 2] == plain.links[1, 2] == 1 and not plain.links[3].any()
+    value = np.zeros((4, 4))
+    value[0, 3] = value[1, 3] = 0.5
+    guided = best_links(W, 2, B, regular=False, cap=1, value=value)
+    assert guided.links[0, 3] == guided.links[1, 3] == 1 and not guided.links[2].any()
+    assert guided.t_star == plain.t_star == pytest.approx(1e8 / B)

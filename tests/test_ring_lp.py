@@ -143,3 +143,27 @@ def test_disconnected_candidate_edge_is_a_clear_error():
     topo = Topology.from_link_list(4, [[0, 1, 1], [2, 3, 1]])
     with pytest.raises(ValueError, match="topology"):
         ring_lp.route_rings(inst, topo)
+
+
+def test_duals_price_the_links():
+    """sum_a pi_a L_a = 1 (the reduced cost of U), every arc's gain is its price where flow
+    runs, and one more link on the highest-priced pair lowers U (LP sensitivity)."""
+    inst = mixed(seed=5)
+    topo = regular_topology(8, 3, 5)
+    rr = ring_lp.route_rings(inst, topo)
+    L = topo.links
+    assert (rr.prices * L).sum() == pytest.approx(1.0, rel=1e-6)
+    from topoopt_milp.evaluate import arc_loads
+
+    used = arc_loads(8, rr.routing) > 1e-6 * rr.objective_s
+    assert np.abs(rr.gains - rr.prices)[used].max() < 1e-6
+    assert (rr.gains >= -1e-9).all()
+    pair = rr.prices + rr.prices.T
+    i, j = np.unravel_index(np.argmax(pair), pair.shape)
+    more = L.copy()
+    more[i, j] += 1
+    more[j, i] += 1
+    better = ring_lp.route_rings(inst, Topology(more)).lp_s
+    assert better < rr.lp_s * (1 - 1e-4)
+    # first order: U falls by at most U * (pi_ij + pi_ji) per unit of capacity (convexity)
+    assert better >= rr.lp_s * (1 - pair[i, j]) * (1 - 1e-6)

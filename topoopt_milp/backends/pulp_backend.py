@@ -52,6 +52,8 @@ class BackendOutcome:
     version: str
     values: dict[str, float]
     message: str = ""
+    # LP row duals (HiGHS only, on request: ``extra["row_duals"] = True``), model row order
+    row_duals: np.ndarray | None = None
 
 
 @dataclass
@@ -298,10 +300,14 @@ def solve_matrix(
     status, message = _highs_status(ms, has_sol, h)
     objective = bound = None
     values: dict[str, float] = {}
+    duals = None
     if status.has_solution:
         objective = float(info.objective_function_value)
-        col = np.asarray(h.getSolution().col_value)
+        sol = h.getSolution()
+        col = np.asarray(sol.col_value)
         values = dict(zip(model.names, col.tolist(), strict=True))
+        if options.extra.get("row_duals") and not model.is_mip and sol.dual_valid:
+            duals = np.asarray(sol.row_dual, dtype=float)
         if model.is_mip:
             b = float(info.mip_dual_bound)
             bound = b if math.isfinite(b) else None
@@ -314,7 +320,7 @@ def solve_matrix(
         b = float(info.mip_dual_bound)
         bound = b if math.isfinite(b) else None
     return BackendOutcome(status, objective, bound, runtime, "highs", highs_version(), values,
-                          message)
+                          message, duals)
 
 
 def _highs_status(ms, has_solution: bool, h) -> tuple[Status, str]:

@@ -20,26 +20,49 @@ optimum.
 
 Start. The best of TotientPerms, TopologyFinder and demand-greedy, each routed by the routing
 step (their ring orders lie in the TotientPerms space, so the free split over that space is
-never worse than their own rings with LP routing).
+never worse than their own rings with LP routing); the others are kept for restarts.
+
+The plain alternation stalls at once (measured on every mixed and coopt instance tried,
+n = 16 .. 32): with small ``d`` nearly every link is a single link and carries load in the
+route LP's solution, so the topology step must keep every link (``l_ij >= 1``) and returns
+the same ``L``. Progress needs the routing to give links up, so the topology step is fed
+*release moves* (:func:`moves`): the loads of a few weakly used links at the ends of the
+most critical pairs are forgotten, the exact topology step re-spends the freed ports, and the
+routing step re-routes what those links carried. Each move is one routing step (one LP).
+
+Guides. A pair's criticality and the value of a spare port come from the route LP's duals
+(``prices``/``gains`` of :class:`.ring_lp.RingRoute`: first-order gain of one more link on an
+arc, new or existing) or, as a second neighbourhood, from the loads (utilisation). The search
+uses the duals first and switches to the loads when the dual-guided moves are exhausted
+(measured: either guide alone stops earlier on some instances).
+
+Batches. At large ``n`` a single 2-swap rarely changes ``T_comm`` (many pairs are critical)
+and LPs are expensive, so the first moves release links for a batch of up to ``n / 16``
+critical pairs at once (the number of pairs at the maximum utilisation); a rejected batch is
+halved, down to single pairs.
+
+Acceptance. A move's solution becomes the current one when it is no worse than the current
+(``<=``: a plateau move may prepare a later gain). Progress means better than the best by a
+relative ``1e-6``. After ``patience`` accepted moves without progress, or when no move of the
+current batch size 1 is accepted, the search switches guide, then restarts from the next
+start (``restarts``), then stops; it also stops at ``max_iterations`` routing steps or the
+time limit. Within a chain of accepted moves the objective never increases; the best over all
+chains is returned.
 
 Routing with a hop penalty. An interior-point LP solution spreads flow over every arc some
-optimal routing could use; then every link carries load, the topology step must keep all of
-them, and the alternation stalls at once. The routing step therefore minimises ``U`` plus
-``hop_penalty`` times the mean hop count (:mod:`.ring_lp`; the default ``1e-4`` costs at most
-``1e-4`` times the mean hop count, in units of the ideal-switch time), and the best topology is
-re-routed without the penalty at the end (``polish``).
-
-Stall rule. An iteration whose new solution is not better than the best by a relative
-``1e-6`` does not count as progress; its solution still becomes the current one when it is no
-worse than the current (a plateau move: the topology step may have placed the spare ports
-differently). The run stops after ``patience`` iterations without progress, when a link
-matrix repeats, at ``max_iterations`` or at the time limit. With ``restarts`` (default on),
-a stalled run restarts from the next-best start topology before it stops.
+optimal routing could use. The routing step minimises ``U`` plus ``hop_penalty`` times the
+mean hop count (:mod:`.ring_lp`; the default ``1e-4`` costs at most ``1e-4`` times the mean hop
+count, in units of the ideal-switch time), and the best topology is re-routed without the
+penalty at the end (``polish``). Search LPs stop at an IPM optimality tolerance of ``1e-6``
+(``lp_tolerance``; measured about 40% faster than HiGHS' default ``1e-8`` at n = 64, the
+objective 1e-8 relatively higher). Objectives are always recomputed from the routing.
 
 Every accepted solution has been re-verified by the independent checker
 (:func:`~topoopt_milp.check.check_solution`); a rejected one is recorded in the trajectory
 and skipped. The result is ``feasible`` with ``bound = None``; ``params["trajectory"]`` lists
-every step ``(iteration, kind, objective_s, t_star_s, accepted, elapsed_s)``.
+every step ``(iteration, kind, objective_s, t_star_s, accepted, elapsed_s, note)``, ``kind``
+one of ``start:<method>``, ``alternate:0:<guide>``, ``release:<links>:<guide>``,
+``switch:<guide>``, ``restart``, ``polish``.
 """
 
 from __future__ import annotations
@@ -64,12 +87,13 @@ log = logging.getLogger(__name__)
 
 STARTS = ("totientperms", "topologyfinder", "demand-greedy")
 PROGRESS = 1e-6  # relative improvement that counts as progress
+MOVE_KINDS = ("alternate", "release", "polish")  # trajectory steps that ran a routing step
 
 
 @dataclass(frozen=True)
 class Step:
-    """One trajectory entry: ``kind`` is ``start:<method>``, ``alternate``, ``restart`` or
-    ``polish``; ``t_star_s`` the topology step's optimum for the previous routing."""
+    """One trajectory entry (``kind``: see the module docstring); ``t_star_s`` is the
+    topology step's optimum for the (modified) loads of the previous routing."""
 
     iteration: int
     kind: str
@@ -82,10 +106,14 @@ class Step:
 
 @dataclass(frozen=True)
 class Solution:
+    """A checked solution; ``prices`` / ``gains`` are its route LP's duals (or ``None``)."""
+
     topology: Topology
     routing: Routing
     rings: tuple[Ring, ...]
     objective_s: float
+    prices: np.ndarray | None = None
+    gains: np.ndarray | None = None
 
 
 def _checked(instance: Instance, rr: RingRoute) -> tuple[Solution | None, str]:
@@ -98,7 +126,8 @@ def _checked(instance: Instance, rr: RingRoute) -> tuple[Solution | None, str]:
         res, instance, evaluate(instance, rr.topology, rr.routing)))
     if problems:
         return None, f"checker: {len(problems)} violation(s): {problems[0]}"
-    return Solution(rr.topology, rr.routing, rr.rings, float(rr.objective_s)), ""
+    return Solution(rr.topology, rr.routing, rr.rings, float(rr.objective_s), rr.prices,
+                    rr.gains), ""
 
 
 def start_topologies(instance: Instance, methods: Sequence[str] = STARTS,
@@ -129,10 +158,11 @@ def alternate(
     starts: Sequence[tuple[str, Topology]],
     *,
     time_limit: float | None = None,
-    max_iterations: int = 50,
+    max_iterations: int = 200,
     patience: int = 20,
     max_moves: int = 50,
-    batch: int | None = None,
+    batch: int | str | None = None,
+    use_duals: bool = True,
     restarts: bool = True,
     cap: int | None = None,
     hop_penalty: float = 1e-4,
@@ -179,56 +209,82 @@ def alternate(
     queue = [s for _, s in pool[1:]] if restarts else []
     current = best
     seen = {current.topology.links.tobytes()}
-    q0 = max(1, instance.n // 16) if batch is None else max(1, int(batch))
-    q, idle, it = q0, 0, 0
-    while it < max_iterations and (left() is None or left() > 0):
-        W = arc_loads(instance.n, current.routing)
-        prio = direct_demand(instance, current.rings)
-        accepted, tried = None, False
-        for kind, released in moves(W, current.topology.links, q, max_moves):
+
+    def first_batch(sol: Solution) -> int:
+        """The first batch size: the number of critical pairs (utilisation at the maximum),
+        at most ``n / 16``; or the fixed ``batch``."""
+        if batch is not None and batch != "critical":
+            return max(1, int(batch))
+        w = pair_loads(arc_loads(instance.n, sol.routing))
+        L = sol.topology.links
+        util = np.where(L > 0, w / np.maximum(L, 1), 0.0)
+        crit = int(np.triu(util >= (1 - 1e-6) * util.max(), 1).sum())
+        return max(1, min(crit, instance.n // 16))
+
+    def explore(cur: Solution, q: int, guide: str) -> Solution | None:
+        """Try the moves of ``cur`` (batch ``q``) until one is accepted: a solution no worse
+        than ``cur``. A rejected batch of ``q > 1`` ends the try (the caller halves ``q``)."""
+        nonlocal it
+        W = arc_loads(instance.n, cur.routing)
+        prio = direct_demand(instance, cur.rings)
+        price = cur.prices if guide == "duals" else None
+        value = cur.gains if guide == "duals" else None
+        for kind, released in moves(W, cur.topology.links, q, max_moves, price):
             if it >= max_iterations or (left() is not None and left() <= 0):
-                break
+                return None
             Wm = W.copy()
             for a, b in released:
                 Wm[a, b] = Wm[b, a] = 0.0
             step = best_links(Wm, instance.degree, instance.link_bytes_per_s, instance.regular,
-                              cap, priority=prio, time_limit=left())
+                              cap, priority=prio, value=value, time_limit=left())
             key = step.links.tobytes()
             if key in seen:
                 continue
             seen.add(key)
             it += 1
-            tried = True
             try:
                 sol, why = routed(Topology(step.links), hop_penalty)
             except ValueError as exc:  # the released links disconnected some demand
                 sol, why = None, str(exc)
-            ok = sol is not None and sol.objective_s <= current.objective_s * (1 + 1e-9)
-            traj.append(Step(it, f"{kind}:{len(released)}", None if sol is None else sol.objective_s,
-                             step.t_star, ok, elapsed(), why))
+            ok = sol is not None and sol.objective_s <= cur.objective_s
+            traj.append(Step(it, f"{kind}:{len(released)}:{guide}",
+                             None if sol is None else sol.objective_s, step.t_star, ok,
+                             elapsed(), why))
             if ok:
-                accepted = sol
-                break
+                return sol
             if kind == "release" and q > 1:
-                break  # a rejected batch: retry with half the batch
+                return None  # a rejected batch: the caller retries with half the batch
+        return None
+
+    guides = ("duals", "loads") if use_duals and current.prices is not None else ("loads",)
+    q0 = first_batch(current)
+    q, g, idle, it = q0, 0, 0, 0
+    while it < max_iterations and (left() is None or left() > 0):
+        accepted = explore(current, q, guides[g])
         if accepted is not None:
-            progress = accepted.objective_s < best.objective_s * (1 - PROGRESS)
             current = accepted
-            if progress:
-                best, idle, q = accepted, 0, min(q0, 2 * q)
-            else:
-                idle += 1
+            if accepted.objective_s < best.objective_s * (1 - PROGRESS):
+                best, idle, g = accepted, 0, 0
+                q0 = max(q0, first_batch(current))
+                q = min(q0, 2 * q)
+                continue
+            idle += 1
             if idle < patience:
                 continue
         elif q > 1:
-            q = max(1, q // 2)
+            q //= 2
             continue
-        elif tried and idle < patience:
-            continue  # every single move of this batch size was tried: fall through next time
-        if not queue:  # a local optimum (no move accepted) or a plateau without progress
+        # a local optimum of this neighbourhood, or a plateau walked for `patience` steps
+        if g + 1 < len(guides):
+            g, q, idle = g + 1, q0, 0
+            traj.append(Step(it, f"switch:{guides[g]}", current.objective_s, None, True,
+                             elapsed()))
+            continue
+        if not queue:
             break
         current = queue.pop(0)
-        q, idle = q0, 0
+        q0 = first_batch(current)
+        q, g, idle = q0, 0, 0
         traj.append(Step(it, "restart", current.objective_s, None, True, elapsed()))
     if polish and hop_penalty > 0 and (left() is None or left() > 0):
         sol, why = routed(best.topology, 0.0)
@@ -240,20 +296,28 @@ def alternate(
     return best, traj
 
 
-def moves(W: np.ndarray, L: np.ndarray, batch: int, max_moves: int):
+def moves(W: np.ndarray, L: np.ndarray, batch: int, max_moves: int,
+          price: np.ndarray | None = None):
     """Candidate perturbations of the topology step, best first: ``(kind, released pairs)``.
 
-    ``("alternate", ())`` is the plain step. Then the linked pairs in decreasing utilisation
-    ``w_ij / L_ij`` are taken ``batch`` at a time; for each pair ``(i, j)`` of a batch the
-    least utilised other link at ``i``, ``(i, a)``, and at ``j``, ``(j, b)``, are released
-    (skipping links of the batch's own pairs and links at least as busy as ``(i, j)``).
-    Forgetting their loads frees one port at ``i, a, j, b``, so the exact topology step on the
-    modified loads can give the busy pair another link (a degree-preserving 2-swap when the
-    freed ports at ``a, b`` pair up), and the routing step re-routes what the released links
-    carried."""
+    ``("alternate", ())`` is the plain step. Then the linked pairs, most critical first, are
+    taken ``batch`` at a time; for each pair ``(i, j)`` of a batch the least critical other
+    link at ``i``, ``(i, a)``, and at ``j``, ``(j, b)``, are released (skipping links of the
+    batch's own pairs and links at least as critical as ``(i, j)``). Forgetting their loads
+    frees one port at ``i, a, j, b``, so the exact topology step on the modified loads can
+    give the critical pair another link (a degree-preserving 2-swap when the freed ports at
+    ``a, b`` pair up) or spend the ports where the LP's duals value them most, and the
+    routing step re-routes what the released links carried.
+
+    Criticality of a pair: its route LP price ``pi_ij + pi_ji`` (the dual values of its
+    capacity rows) when ``price`` is given, then its utilisation ``w_ij / L_ij``."""
     yield "alternate", ()
     w = pair_loads(W)
     util = np.where(L > 0, w / np.maximum(L, 1), -np.inf)
+    if price is not None:  # lexicographic: price (to LP accuracy), then utilisation
+        p = price + price.T
+        p = np.round(p / max(p.max(), 1e-300), 6)
+        util = np.where(L > 0, p + util / max(util.max(), 1e-300) * 1e-7, -np.inf)
     iu, ju = np.nonzero(np.triu(L > 0, 1))
     order = np.lexsort((ju, iu, -util[iu, ju]))
     pairs = [(int(iu[k]), int(ju[k])) for k in order]
@@ -275,17 +339,24 @@ def moves(W: np.ndarray, L: np.ndarray, batch: int, max_moves: int):
 def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     """``alloc-alternate``: thin adapter. Reads ``options.time_limit``, ``seed``, the LP
     settings (``solver``, ``lp_algorithm``, ``threads``) and ``options.extra``:
-    ``max_iterations`` (50), ``patience`` (2), ``restarts`` (True), ``max_multiplicity``
-    (``d``), ``hop_penalty`` (1e-4), ``polish`` (True), ``starts`` (the three heuristics)."""
+    ``max_iterations`` (200), ``patience`` (20), ``max_moves`` (50 per batch size),
+    ``batch`` (``"critical"`` or an int), ``use_duals`` (True), ``restarts`` (True),
+    ``max_multiplicity`` (``d``), ``hop_penalty`` (1e-4), ``polish`` (True),
+    ``lp_tolerance`` (1e-6), ``starts`` (the three heuristics)."""
     t0 = time.perf_counter()
     ex = options.extra
     starts = start_topologies(instance, tuple(ex.get("starts", STARTS)), options.seed)
+    highs = dict(ex.get("highs_options", {}))
+    if options.lp_algorithm == "ipm":  # search LPs: 1e-6 is ~40% faster than 1e-8 (measured)
+        highs.setdefault("ipm_optimality_tolerance", float(ex.get("lp_tolerance", 1e-6)))
     lp_opts = options.with_(time_limit=None, warm_start=None, topology=None,
-                            extra={k: v for k, v in ex.items() if k in ("crossover", "highs_options")})
+                            extra={"highs_options": highs,
+                                   **({"crossover": ex["crossover"]} if "crossover" in ex else {})})
     best, traj = alternate(
         instance, [(m, t) for m, t, _ in starts], time_limit=options.time_limit,
-        max_iterations=int(ex.get("max_iterations", 50)), patience=int(ex.get("patience", 20)),
+        max_iterations=int(ex.get("max_iterations", 200)), patience=int(ex.get("patience", 20)),
         max_moves=int(ex.get("max_moves", 50)), batch=ex.get("batch"),
+        use_duals=bool(ex.get("use_duals", True)),
         restarts=bool(ex.get("restarts", True)), cap=ex.get("max_multiplicity"),
         hop_penalty=float(ex.get("hop_penalty", 1e-4)), polish=bool(ex.get("polish", True)),
         lp_options=lp_opts)
@@ -296,7 +367,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
         return SolveResult("alloc-alternate", Status.NO_SOLUTION, None, None, runtime,
                            seed=options.seed, params=params, backend="highs",
                            message="no start topology could be routed")
-    steps = [s for s in traj if s.iteration > 0 and s.kind != "restart"]
+    steps = [s for s in traj if s.kind.startswith(MOVE_KINDS)]
     first = min(s.objective_s for s in traj if s.kind.startswith("start:") and s.accepted)
     msg = (f"{len(steps)} step(s), {sum(s.accepted for s in steps)} accepted; best start "
            f"{first:.6g} s -> {best.objective_s:.6g} s; starts' own rings in the TotientPerms "

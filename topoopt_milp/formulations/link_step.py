@@ -41,15 +41,24 @@ sums the residual degrees ``r_i = d - sum_j l_ij``.
   at an invalid ``L``.
 
 Spare ports. Links beyond ``l(T*)`` cannot lower ``T*`` (it is optimal) but give the next
-routing step room. They go, one at a time, to the eligible pair with the highest key
-``max(w_ij, p_ij) / (L_ij + 1)``: the pair utilisation (bytes per link) after the extra link,
-where ``p_ij`` is a ``priority`` in bytes for pairs the routing does not load (e.g. their
-direct demand: the bytes per link a new direct link would carry if it took the pair's own
-demand). This is water-filling: the busiest pairs are relieved first and a pair without load
-competes on the same scale through its demand. Ties go to the smallest ``(i, j)``; on a
-regular instance only links that keep the completion possible are eligible (the tight-node
-rule of the proof). With ``c < d`` the integer program maximises the key of each pair's first
-extra link instead (:func:`_complete_capped`). Either way ``T(L) = T*``.
+routing step room. They go one at a time to an eligible pair (free ports at both ends; on a
+regular instance only links that keep the completion possible, the tight-node rule of the
+proof), chosen by
+
+1. the highest ``value_ij / (1 + a_ij)`` when a ``value`` is given, ``a_ij`` the spare links
+   the pair already got in this step. With ``value`` the route LP's dual gain of one more
+   link (see :class:`.ring_lp.RingRoute`: ``U`` falls by about ``U value_ij`` per link, to
+   first order) this spends the ports where the LP says they are worth most; the division
+   models diminishing returns. Values within ``1e-6`` count as equal (LP accuracy);
+2. then the highest byte key ``max(w_ij, p_ij) / (L_ij + 1)``: the pair utilisation (bytes
+   per link) after the extra link, where ``p_ij`` is a ``priority`` in bytes for pairs the
+   routing does not load (e.g. their direct demand). This is water-filling: the busiest
+   pairs are relieved first;
+3. then the smallest ``(i, j)``.
+
+With ``c < d`` the integer program maximises the normalised value plus ``1e-3`` times the
+normalised byte key of each pair's first extra link instead (:func:`_complete_capped`).
+Either way ``T(L) = T*``.
 """
 
 from __future__ import annotations
@@ -104,12 +113,15 @@ def congestion_of(w: np.ndarray, L: np.ndarray, link_bytes_per_s: float) -> floa
 
 def best_links(W: np.ndarray, degree: int, link_bytes_per_s: float, regular: bool = True,
                cap: int | None = None, priority: np.ndarray | None = None,
-               time_limit: float | None = None) -> LinkStep:
+               value: np.ndarray | None = None, time_limit: float | None = None) -> LinkStep:
     """The optimal integer link matrix for the arc loads ``W`` (module docstring).
 
-    ``priority`` (``n x n``, symmetric use) ranks unloaded pairs for spare ports (default: all
-    equal). Raises ``ValueError`` when no valid ``L`` can carry ``W`` at all (a loaded pair
-    count or node degree beyond the budget even with one link per loaded pair)."""
+    ``priority`` (``n x n`` bytes, symmetrised by the maximum) ranks unloaded pairs for spare
+    ports; ``value`` (``n x n``, symmetrised by the sum, e.g. the route LP's dual gain of a
+    link per direction) ranks every pair before the byte key (module docstring).
+
+    Raises ``ValueError`` when no valid ``L`` can carry ``W`` at all (a loaded pair count or
+    node degree beyond the budget even with one link per loaded pair)."""
     w = pair_loads(W)
     n = w.shape[0]
     d = int(degree)
@@ -117,9 +129,12 @@ def best_links(W: np.ndarray, degree: int, link_bytes_per_s: float, regular: boo
     prio = np.zeros((n, n)) if priority is None else np.asarray(priority, dtype=float)
     prio = np.maximum(prio, prio.T)
     np.fill_diagonal(prio, 0.0)
+    val = np.zeros((n, n)) if value is None else np.asarray(value, dtype=float)
+    val = np.clip(val + val.T, 0.0, None)
+    np.fill_diagonal(val, 0.0)
     vals = w[np.triu(w > 0, 1)]
     if vals.size == 0:
-        return LinkStep(_spend(np.zeros((n, n), dtype=np.int64), w, prio, d, regular, cap,
+        return LinkStep(_spend(np.zeros((n, n), dtype=np.int64), w, prio, val, d, regular, cap,
                                time_limit), 0.0, np.zeros((n, n), dtype=np.int64), 0)
     cands = np.unique((vals[:, None] / np.arange(1, cap + 1)[None, :]).ravel())  # ascending
     tests = 0
@@ -140,7 +155,7 @@ def best_links(W: np.ndarray, degree: int, link_bytes_per_s: float, regular: boo
         else:
             lo = mid + 1
     lower = lower_links(w, cands[hi])
-    L = _spend(lower.copy(), w, prio, d, regular, cap, time_limit)
+    L = _spend(lower.copy(), w, prio, val, d, regular, cap, time_limit)
     return LinkStep(L, congestion_of(w, L, link_bytes_per_s), lower, tests)
 
 
@@ -158,30 +173,27 @@ def _feasible(lower: np.ndarray, d: int, regular: bool, cap: int, time_limit) ->
     return _complete_capped(lower, r, cap, None, time_limit) is not None
 
 
-def _spend(L: np.ndarray, w: np.ndarray, prio: np.ndarray, d: int, regular: bool, cap: int,
-           time_limit) -> np.ndarray:
+def _spend(L: np.ndarray, w: np.ndarray, prio: np.ndarray, val: np.ndarray, d: int,
+           regular: bool, cap: int, time_limit) -> np.ndarray:
     """Spend the free ports of ``L`` (in place): see the module docstring."""
     r = d - L.sum(axis=1)
     if regular and cap < d:
-        X = _complete_capped(L, r, cap, _linear_weights(L, w, prio), time_limit)
+        X = _complete_capped(L, r, cap, _linear_weights(L, w, prio, val), time_limit)
         if X is None:  # the search proved feasibility, so only a solver stop gets here
             raise RuntimeError("link step: the completion solver stopped without a solution")
         return L + X
-    return _complete_greedy(L, r, w, prio, regular, cap)
+    return _complete_greedy(L, r, w, prio, val, regular, cap)
 
 
-def _key(L: np.ndarray, w: np.ndarray, prio: np.ndarray) -> np.ndarray:
-    """Spare-port key of every pair: ``max(w_ij, priority_ij) / (L_ij + 1)``."""
-    return np.maximum(w, prio) / (L + 1)
-
-
-def _complete_greedy(L, r, w, prio, regular: bool, cap: int) -> np.ndarray:
-    """Add links one at a time to the eligible pair with the highest key (ties: the smallest
-    ``(i, j)``); regular instances keep every tight node in the chosen pair (the induction of
-    the module docstring), so the loop ends with every port used."""
+def _complete_greedy(L, r, w, prio, val, regular: bool, cap: int) -> np.ndarray:
+    """Add links one at a time to the eligible pair with the highest key (value first, then
+    bytes, then the smallest ``(i, j)``); regular instances keep every tight node in the
+    chosen pair (the induction of the module docstring), so the loop ends with every port
+    used."""
     n = L.shape[0]
     r = r.copy()
     v = np.maximum(w, prio)
+    added = np.zeros((n, n))
     upper = np.triu(np.ones((n, n), dtype=bool), 1)
     while r.sum() > 0:
         total = int(r.sum())
@@ -196,18 +208,24 @@ def _complete_greedy(L, r, w, prio, regular: bool, cap: int) -> np.ndarray:
             if regular:
                 raise RuntimeError("link step: completion stuck (the feasibility test is wrong)")
             break  # non-regular: no pair with a free port at both ends is left
+        first = np.where(ok, val / (1 + added), -1.0)
+        ok &= first >= first.max() - 1e-6 * abs(first.max())  # near-ties: the byte key
         key = np.where(ok, v / (L + 1), -1.0)
         i, j = divmod(int(np.argmax(key)), n)  # first maximum in row-major order
         L[i, j] += 1
         L[j, i] += 1
+        added[i, j] += 1
         r[i] -= 1
         r[j] -= 1
     return L
 
 
-def _linear_weights(L, w, prio) -> np.ndarray:
-    """Per-link weights for the capped completion: the key of a pair's first extra link."""
-    return _key(L, w, prio)
+def _linear_weights(L, w, prio, val) -> np.ndarray:
+    """Per-link weights for the capped completion: a pair's value, then (scaled below any
+    value difference) the byte key of its first extra link."""
+    key = np.maximum(w, prio) / (L + 1)
+    key = key / key.max() if key.max() > 0 else key
+    return (val / val.max() if val.max() > 0 else val) + 1e-3 * key
 
 
 def _complete_capped(lower: np.ndarray, r: np.ndarray, cap: int, weight: np.ndarray | None,

@@ -61,7 +61,13 @@ class RingRoute:
     """A routing step's outcome: ``routing`` (``None`` when the LP failed), its ``rings``,
     ``objective_s`` (recomputed communication time of ``routing``), ``lp_s`` (the LP's own
     ``U`` in seconds, a lower bound on this topology when ``hop_penalty = 0`` and the LP is
-    optimal), the backend ``outcome`` and the wall time."""
+    optimal), the backend ``outcome``, the wall time and the arc ``prices`` (below).
+
+    ``prices[i, j]`` is the dual value ``pi_a >= 0`` of the capacity row of arc ``a = (i, j)``
+    (0 for arcs without a link). LP duality gives ``sum_a pi_a L_a = 1`` (the reduced cost of
+    ``U``, without a hop penalty), and ``pi_a`` is the rate at which ``U`` falls per unit of
+    capacity added to ``a``: one more link on ``a`` lowers ``U`` by about ``U pi_a`` to first
+    order, and a link with ``pi = 0`` can lose capacity at no first-order cost."""
 
     topology: Topology
     routing: Routing | None
@@ -70,6 +76,8 @@ class RingRoute:
     lp_s: float | None
     outcome: BackendOutcome
     runtime_s: float
+    prices: np.ndarray | None = None
+    gains: np.ndarray | None = None
 
 
 def candidate_orders(instance: Instance) -> dict[int, list[Order]]:
@@ -129,9 +137,9 @@ def build(instance: Instance, topology: Topology, cands: Mapping[int, Sequence[O
     demand = mp[sources]
     base, nf = route._flow_lp(P, sources, demand)
     K, nrow0, ncol0 = len(sources), base.A.shape[0], base.A.shape[1]
-    if base.names[nf] != "U" or ncol0 != nf + 1 or nrow0 < K * n:
+    if base.names[nf] != "U" or ncol0 != nf + 1 or nrow0 != K * n + len(P.res_arcs):
         raise RuntimeError("ring_lp: route._flow_lp's layout changed (flows, then U; "
-                           "conservation rows s * n + v first)")
+                           "conservation rows s * n + v, then one capacity row per arc)")
     pos = np.full(n, -1)
     pos[sources] = np.arange(K)
     # sigma columns: -e_g at the conservation row (source a, node b) of every ring edge a -> b
@@ -163,7 +171,7 @@ def build(instance: Instance, topology: Topology, cands: Mapping[int, Sequence[O
         names=list(base.names) + [f"sigma{j}" for j in range(ns)],
     )
     layout = {"P": P, "sources": sources, "demand": demand, "nf": nf, "sigma": sigma_keys,
-              "edges": edges, "pos": pos}
+              "edges": edges, "pos": pos, "cap_rows": K * n}
     return model, layout
 
 
@@ -180,6 +188,8 @@ def route_rings(instance: Instance, topology: Topology,
     options = options or SolveOptions()
     if options.lp_algorithm == "ipm" and "crossover" not in options.extra:
         options = options.with_(extra={**options.extra, "crossover": "off"})
+    if options.solver == "highs":
+        options = options.with_(extra={**options.extra, "row_duals": True})
     cands = candidate_orders(instance) if candidates is None else dict(candidates)
     for g, orders in cands.items():
         if not orders:
@@ -209,4 +219,16 @@ def route_rings(instance: Instance, topology: Topology,
     routing = _exact.routing_from_pair_paths(instance, topology, rings, pair_paths, options.seed)
     obj = comm_time(instance, topology, routing)
     lp_s = outcome.objective * P.sec_per_unit if hop_penalty == 0 else float(x[nf]) * P.sec_per_unit
-    return RingRoute(topology, routing, tuple(rings), obj, lp_s, outcome, time.perf_counter() - t0)
+    prices = gains = None
+    if outcome.row_duals is not None:
+        prices = np.zeros((instance.n, instance.n))
+        r0 = lay["cap_rows"]
+        for r, arcs in enumerate(P.res_arcs):  # one arc per resource (not an SNDlib instance)
+            u, v = P.arcs[arcs[0]]
+            prices[u, v] = abs(float(outcome.row_duals[r0 + r]))
+        y = np.zeros((instance.n, instance.n))  # y[k-th source, v]: node potentials
+        y[sources] = outcome.row_duals[:r0].reshape(len(sources), instance.n)
+        y[sources, sources] = 0.0  # the free source rows
+        gains = (y[sources][:, None, :] - y[sources][:, :, None]).max(axis=0)
+    return RingRoute(topology, routing, tuple(rings), obj, lp_s, outcome, time.perf_counter() - t0,
+                     prices, gains)
