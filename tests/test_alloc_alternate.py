@@ -43,18 +43,19 @@ def run(inst, **extra):
 @pytest.mark.parametrize(("name", "make"), CASES)
 def test_checked_between_start_and_proven_optimum(name, make):
     inst = make()
-    res = run(inst, max_iterations=40)
+    res = run(inst, max_iterations=25)
     assert res.status is Status.FEASIBLE and res.bound is None
     assert ring_lp.in_ring_space(inst, res.routing.rings)
     assert res.topology.links.max() <= inst.degree
     traj = res.params["trajectory"]
     json.dumps(traj)  # the trajectory is part of the solution file
     starts = [s["objective_s"] for s in traj if s["kind"].startswith("start:") and s["accepted"]]
-    assert len(starts) == 3
+    assert 1 <= len(starts) <= 3  # identical start topologies are routed once
     assert res.objective <= min(starts) * (1 + 1e-9)
     # never worse than any start heuristic routed by the ring LP
-    for m, topo, _ in alloc_alternate.start_topologies(inst):
-        assert res.objective <= ring_lp.route_rings(inst, topo).objective_s * (1 + 1e-6), m
+    for st in alloc_alternate.start_topologies(inst):
+        assert ring_lp.in_ring_space(inst, st.routing.rings), st.method
+        assert res.objective <= ring_lp.route_rings(inst, st.topology).objective_s * (1 + 1e-6)
     opt = alloc.solve_milp(inst, SolveOptions(time_limit=120))
     assert opt.status is Status.OPTIMAL, opt.message
     assert res.objective >= opt.objective * (1 - 1e-6)
@@ -82,7 +83,7 @@ def test_trajectory_is_monotone_in_its_accepted_steps():
 
 def test_release_moves_come_after_the_plain_step():
     inst = mixed(8, 4, 3)
-    _, topo, _ = alloc_alternate.start_topologies(inst)[0]
+    topo = alloc_alternate.start_topologies(inst)[0].topology
     rr = ring_lp.route_rings(inst, topo)
     from topoopt_milp.evaluate import arc_loads
 
@@ -100,6 +101,7 @@ def test_time_limit_and_iteration_cap_are_honoured():
     assert len({s["iteration"] for s in steps}) <= 2
     quick = registry.solve(inst, "alloc-alternate", SolveOptions(time_limit=0.01))
     assert quick.status is Status.FEASIBLE  # the first start is always routed
+    assert [s["kind"] for s in quick.params["trajectory"]] == ["start:demand-greedy"]
 
 
 def test_multiplicity_cap_is_kept():
@@ -108,3 +110,20 @@ def test_multiplicity_cap_is_kept():
     assert res.topology.links.max() <= 1
     opt = alloc.solve_milp(inst, SolveOptions(extra={"max_multiplicity": 1}))
     assert res.objective >= opt.objective * (1 - 1e-6)
+
+
+def test_no_finished_routing_step_falls_back_to_the_best_start(monkeypatch):
+    """When no route LP finishes (simulated: every LP reports a time-out), the incumbent is
+    the best start heuristic with its own routing, checked, not nothing."""
+    from topoopt_milp.backends.pulp_backend import BackendOutcome
+
+    def timed_out(instance, topology, candidates=None, options=None, hop_penalty=0.0):
+        out = BackendOutcome(Status.NO_SOLUTION, None, None, 0.0, "highs", "x", {}, "Time limit")
+        return ring_lp.RingRoute(topology, None, (), None, None, out, 0.0)
+
+    monkeypatch.setattr(alloc_alternate, "route_rings", timed_out)
+    inst = mixed(8, 4, 5)
+    res = run(inst)
+    best = min(alloc_alternate.start_topologies(inst), key=lambda s: s.objective_s)
+    assert res.objective == pytest.approx(best.objective_s)
+    assert "no routing step finished" in res.message

@@ -67,7 +67,14 @@ class RingRoute:
     (0 for arcs without a link). LP duality gives ``sum_a pi_a L_a = 1`` (the reduced cost of
     ``U``, without a hop penalty), and ``pi_a`` is the rate at which ``U`` falls per unit of
     capacity added to ``a``: one more link on ``a`` lowers ``U`` by about ``U pi_a`` to first
-    order, and a link with ``pi = 0`` can lose capacity at no first-order cost."""
+    order, and a link with ``pi = 0`` can lose capacity at no first-order cost.
+
+    ``gains[i, j] = max_s (y[s, j] - y[s, i])`` over the sources' node potentials ``y`` (the
+    duals of the conservation rows, ``y[s, s] = 0``) is the same rate for a unit of capacity on
+    *any* arc, with or without a link: a flow column of a new arc ``(i, j)`` would have reduced
+    cost ``-(y[s, j] - y[s, i])``. On arcs that carry flow ``gains = prices`` (complementary
+    slackness), elsewhere ``gains <= prices`` (dual feasibility). Both are ``None`` when the
+    solver returned no duals."""
 
     topology: Topology
     routing: Routing | None
