@@ -197,7 +197,7 @@ def alternate(
     cap = instance.degree if cap is None else int(cap)
     traj: list[Step] = []
 
-    last_lp = [0.0]  # wall time of the last routing step
+    last_lp = [0.0]  # clock time of the last routing step
 
     def left() -> float | None:
         return None if time_limit is None else time_limit - (clock() - t0)
@@ -310,7 +310,7 @@ def alternate(
             current = accepted
             if accepted.objective_s < best.objective_s * (1 - PROGRESS):
                 best, idle, g = accepted, 0, 0
-                q0 = max(q0, first_batch(current))
+                q0 = first_batch(current)
                 q = min(q0, 2 * q)
                 continue
             idle += 1
