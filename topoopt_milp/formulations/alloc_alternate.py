@@ -54,8 +54,12 @@ optimal routing could use. The routing step minimises ``U`` plus ``hop_penalty``
 mean hop count (:mod:`.ring_lp`; the default ``1e-4`` costs at most ``1e-4`` times the mean hop
 count, in units of the ideal-switch time), and the best topology is re-routed without the
 penalty at the end (``polish``). Search LPs stop at an IPM optimality tolerance of ``1e-6``
-(``lp_tolerance``; measured about 40% faster than HiGHS' default ``1e-8`` at n = 64, the
-objective 1e-8 relatively higher). Objectives are always recomputed from the routing.
+(``lp_tolerance``; measured 40% faster than HiGHS' default ``1e-8`` at n = 64 under load,
+about the same at n = 128, d = 8; the objective is 1e-8 relatively higher). Objectives are
+always recomputed from the routing. At n = 128, d = 8 a routing step is one LP of 131k
+columns: 16-22 s on the shared development machine (94% of a step; the link step takes
+0.2 s, decomposition and checking 0.7 s), so the 120 s budget buys the first start and
+about four moves there.
 
 Every accepted solution has been re-verified by the independent checker
 (:func:`~topoopt_milp.check.check_solution`); a rejected one is recorded in the trajectory
@@ -204,8 +208,8 @@ def alternate(
 
     def room() -> bool:
         """Time for another routing step: an LP stopped by the time limit is wasted, so none
-        is started with less than 3/4 of the last one's time left."""
-        return left() is None or left() > 0.75 * last_lp[0]
+        is started with less than the last one's time left."""
+        return left() is None or left() > last_lp[0]
 
     def routed(topo: Topology, penalty: float) -> tuple[Solution | None, str]:
         rem = left() if clock is time.perf_counter else None  # HiGHS limits are wall time
@@ -404,7 +408,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     starts = sorted(start_topologies(instance, tuple(ex.get("starts", STARTS)), options.seed),
                     key=lambda s: s.objective_s)
     highs = dict(ex.get("highs_options", {}))
-    if options.lp_algorithm == "ipm":  # search LPs: 1e-6 is ~40% faster than 1e-8 (measured)
+    if options.lp_algorithm == "ipm":  # search LPs: see the module docstring
         highs.setdefault("ipm_optimality_tolerance", float(ex.get("lp_tolerance", 1e-6)))
     lp_opts = options.with_(time_limit=None, warm_start=None, topology=None,
                             extra={"highs_options": highs,
