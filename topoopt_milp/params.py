@@ -151,6 +151,9 @@ class SolverParams(Params):
     crossover: str = knob(
         "auto", "Interior-point crossover: auto (off for route LPs, whose flows are decomposed "
         "into paths anyway), on, off.", choices=("auto", "on", "off"))
+    ipm_tolerance: float | None = knob(
+        None, "HiGHS interior-point optimality tolerance (default HiGHS's own, 1e-8).",
+        positive=True)
     auto_warm_start: bool = knob(
         True, "Start exact methods from their default heuristic when no warm start is given.")
     solver_log: bool = knob(False, "Show the solver's own log on stderr.")
@@ -220,12 +223,17 @@ class SelectCpsatParams(SelectParams):
                                 minimum=1)
 
 
+def max_multiplicity_knob() -> Any:
+    """The cap on parallel links per node pair, shared by every method that allocates links."""
+    return knob(None, "Most parallel links per node pair (default: the degree, i.e. no "
+                      "restriction).", minimum=1)
+
+
 @dataclass(frozen=True)
 class LinkParams(Params):
     """Integer link matrices (alloc, joint)."""
 
-    max_multiplicity: int | None = knob(None, "Most parallel links per node pair (default: the "
-                                              "degree, i.e. no restriction).", minimum=1)
+    max_multiplicity: int | None = max_multiplicity_knob()
     symmetry: bool = knob(True, "Add valid symmetry-breaking constraints.")
 
 
@@ -233,6 +241,33 @@ class LinkParams(Params):
 class AllocMilpParams(LinkParams):
     rings: str = knob("choose", RINGS_HELP,
                       choices=("choose", "given", "warm"))
+
+
+@dataclass(frozen=True)
+class AllocAlternateParams(Params):
+    """alloc-alternate: the alternation of an exact link step and the route LP."""
+
+    max_multiplicity: int | None = max_multiplicity_knob()
+    max_iterations: int = knob(200, "alloc-alternate: most routing steps.", minimum=1)
+    patience: int = knob(20, "alloc-alternate: steps without progress before a restart.",
+                         minimum=1)
+    max_moves: int = knob(50, "alloc-alternate: release moves tried per batch size.", minimum=1)
+    batch: int | str = knob("critical", "alloc-alternate: critical pairs released per move: "
+                                        "critical (n/16, halved on rejection) or a number.",
+                            choices=("critical",), minimum=1)
+    use_duals: bool = knob(True, "alloc-alternate: guide the moves by the route LP's duals.")
+    restarts: bool = knob(True, "alloc-alternate: restart from the other starts when stuck.")
+    hop_penalty: float = knob(1e-4, "alloc-alternate: cost per unit of flow per hop in the "
+                                    "search LPs (prefers short routes).", minimum=0)
+    polish: bool = knob(True, "alloc-alternate: re-route the best topology without the hop "
+                              "penalty at the end.")
+    lp_tolerance: float = knob(1e-6, "alloc-alternate: interior-point tolerance of the search "
+                                     "LPs.", positive=True)
+    starts: str = knob("totientperms,topologyfinder,demand-greedy",
+                       "alloc-alternate: start heuristics (comma-separated).")
+    clock: str = knob("wall", "alloc-alternate: the time limit counts wall time, or this "
+                              "process's CPU seconds (cpu: for shared machines).",
+                      choices=("wall", "cpu"))
 
 
 @dataclass(frozen=True)

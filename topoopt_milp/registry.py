@@ -174,6 +174,11 @@ METHODS: dict[str, Method] = {
                "switch, Moore, optionally the Benders master",
                scope=f"{_ANY}; {_TOTIENT} (rings=choose) or any ring orders; fractional "
                      "routing"),
+        Method("alloc-alternate", "alloc", _H, "highs", ".heuristics.alloc_alternate:solve",
+               P.AllocAlternateParams,
+               "ATRO-style alternation of an exact link step and the route LP with free ring "
+               "shares, from the best heuristic (an upper bound: no bound of its own)",
+               warm_start=None),
         Method("alloc-cpsat", "alloc", "restricted", "cpsat", ".formulations.alloc:solve_cpsat",
                P.AllocCpsatParams,
                "integer link matrix under the port budget with path choice: CP-SAT",

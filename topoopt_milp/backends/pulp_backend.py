@@ -59,6 +59,8 @@ class BackendOutcome:
     message: str = ""
     interrupted: bool = False  # stopped by the user (Ctrl-C): the incumbent, not a proof
     x: np.ndarray | None = None
+    # LP row duals (HiGHS only, on request: ``solve_matrix(..., row_duals=True)``), model order
+    row_duals: np.ndarray | None = None
 
 
 class _NamedValues(Mapping):
@@ -195,12 +197,13 @@ def write_model(model: MatrixModel, path: str) -> None:
 
 
 def solve_model(
-    model: MatrixModel, options: SolveOptions, warm_start: dict[str, float] | None = None
+    model: MatrixModel, options: SolveOptions, warm_start: dict[str, float] | None = None,
+    row_duals: bool = False,
 ) -> BackendOutcome:
     """Solve an array model with ``options.solver.solver``: HiGHS directly, CBC through PuLP
-    (:func:`matrix_to_pulp`; fine for the small models CBC is used on)."""
+    (:func:`matrix_to_pulp`; fine for the small models CBC is used on; no row duals)."""
     if options.solver.solver == "highs":
-        return solve_matrix(model, options, warm_start)
+        return solve_matrix(model, options, warm_start, row_duals)
     return solve_pulp(matrix_to_pulp(model), options, warm_start)
 
 
@@ -301,7 +304,8 @@ def highs_lp(model: MatrixModel, names: bool = False) -> highspy.HighsLp:
 
 
 def solve_matrix(
-    model: MatrixModel, options: SolveOptions, warm_start: dict[str, float] | None = None
+    model: MatrixModel, options: SolveOptions, warm_start: dict[str, float] | None = None,
+    row_duals: bool = False,
 ) -> BackendOutcome:
     """Solve an array model with HiGHS; read status, objective and dual bound from HiGHS.
 
@@ -320,6 +324,8 @@ def solve_matrix(
         h.setOptionValue("solver", LP_ALGORITHMS[sp.lp_algorithm])
         if sp.crossover in ("off", "on"):
             h.setOptionValue("run_crossover", sp.crossover)
+        if sp.ipm_tolerance is not None:
+            h.setOptionValue("ipm_optimality_tolerance", float(sp.ipm_tolerance))
 
     if options.export:
         write_model(model, options.export)
@@ -341,11 +347,14 @@ def solve_matrix(
     status, message = _highs_status(ms, has_sol, h)
     objective = bound = None
     values: Mapping[str, float] = {}
-    col = None
+    col = duals = None
     if status.has_solution:
         objective = float(info.objective_function_value)
-        col = np.asarray(h.getSolution().col_value)
+        sol = h.getSolution()
+        col = np.asarray(sol.col_value)
         values = _NamedValues(model.names, col)
+        if row_duals and not model.is_mip and sol.dual_valid:
+            duals = np.asarray(sol.row_dual, dtype=float)
         if model.is_mip:
             b = float(info.mip_dual_bound)
             bound = b if math.isfinite(b) else None
@@ -360,7 +369,7 @@ def solve_matrix(
         bound = b if math.isfinite(b) else None
     return BackendOutcome(status, objective, bound, runtime, "highs", highs_version(), values,
                           message, interrupted=ms == highspy.HighsModelStatus.kInterrupt,
-                          x=col)
+                          x=col, row_duals=duals)
 
 
 def _highs_status(ms, has_solution: bool, h) -> tuple[Status, str]:

@@ -156,8 +156,16 @@ def ring_orders(instance: Instance, topology: Topology, options: SolveOptions) -
 
 
 def build_problem(instance: Instance, options: SolveOptions) -> RouteProblem:
+    """The route problem on the instance's fixed topology with the rings of
+    :func:`ring_orders`."""
     topology = the_topology(instance)
-    rings = ring_orders(instance, topology, options)
+    return problem_on(instance, topology, ring_orders(instance, topology, options))
+
+
+def problem_on(instance: Instance, topology: Topology, rings: tuple[Ring, ...]) -> RouteProblem:
+    """The route problem of ``rings`` and the instance's MP demands on ``topology`` (shared
+    capacities only when the instance's fixed topology declares them); an input error when
+    some demand has no path."""
     comms = tuple(commodities_for(instance, rings))
     unit = _exact.volume_unit(instance)
     n = instance.n
@@ -167,7 +175,7 @@ def build_problem(instance: Instance, options: SolveOptions) -> RouteProblem:
     L = topology.links
     u, v = np.nonzero(L)
     arcs = np.stack([u, v], axis=1)
-    shared = instance.topology.shared
+    shared = instance.topology is not None and instance.topology.shared
     if shared:
         caps = link_capacities(instance)  # {(i, j): bytes/s}, i < j
         index = {(int(a), int(b)): k for k, (a, b) in enumerate(arcs)}
