@@ -120,7 +120,8 @@ def test_cooptimize_cli_writes_all_files(tmp_path):
 def test_results_table_rows_and_files(tmp_path):
     from topoopt_milp.cooptable import TableConfig, build_table, write_table
 
-    tc = TableConfig(budget=10, k=5, exact_max_n=8, exact_time_limit=10)
+    tc = TableConfig(budget=10, k=5, exact_max_n=8, exact_time_limit=10, alt_rounds=2,
+                     alt_time_limit=10)
     df = build_table([("vgg16", 8, 4, 100.0), ("bert", 16, 4, 100.0)], tc)
     small, big = df.iloc[0], df.iloc[1]
     assert small["coopt_tf"] <= small["default_tf"]
@@ -130,6 +131,10 @@ def test_results_table_rows_and_files(tmp_path):
         assert row["coopt_tf"] >= row["ideal_switch"] * (1 - 1e-9)
         assert row["fat_tree"] == pytest.approx(row["ideal_switch"])
         assert row["speedup_vs_cost_eq"] == pytest.approx(row["fat_tree_cost_eq"] / row["coopt_tf"])
+        # the near-optimal inner step: LP routing on alloc-alternate's topology, which starts
+        # from TopologyFinder's, so its search never ends above the default on TopologyFinder
+        assert row["ideal_switch"] * (1 - 1e-9) <= row["coopt_alt"] <= row["default_tf"] * (1 + 1e-6)
+        assert row["alt_gain"] == pytest.approx(row["coopt_tf"] / row["coopt_alt"])
     if not pd.isna(small["coopt_exact"]):  # exact topology never loses to its warm start
         assert small["coopt_exact"] <= small["coopt_tf"] * (1 + 1e-6)
     write_table(df, tmp_path, tc)

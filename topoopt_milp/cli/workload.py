@@ -238,14 +238,21 @@ def _command_line(ctx: click.Context, skip=frozenset()) -> str:
 @click.option("--exact-time-limit", type=float, default=60.0, show_default=True)
 @click.option("--exact-max-n", type=int, default=16, show_default=True,
               help="Largest n for which the exact method is attempted.")
+@click.option("--alt-rounds", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Rebuilds of the coopt_alt column's search (alloc-alternate as the topology "
+                   "method); 0 leaves the column out.")
+@click.option("--alt-time-limit", type=click.FloatRange(min=0, min_open=True), default=20.0,
+              show_default=True, help="Seconds per alloc-alternate rebuild.")
 @click.option("--only", multiple=True, help="Restrict to these models (repeatable).")
-def cooptimize_table(out, budget, k, seed, exact_method, exact_time_limit, exact_max_n, only):
+def cooptimize_table(out, budget, k, seed, exact_method, exact_time_limit, exact_max_n,
+                     alt_rounds, alt_time_limit, only):
     """Regenerate the workloads results table (DLRM, CANDLE at n=128; BERT, VGG at n=16;
     d in {4, 8}; B = 100 Gbps)."""
     from ..cooptable import DEFAULT_CONFIGS, TableConfig, build_table, write_table
 
     tc = TableConfig(budget=budget, k=k, seed=seed, exact_method=exact_method,
-                     exact_time_limit=exact_time_limit, exact_max_n=exact_max_n)
+                     exact_time_limit=exact_time_limit, exact_max_n=exact_max_n,
+                     alt_rounds=alt_rounds, alt_time_limit=alt_time_limit)
     configs = [c for c in DEFAULT_CONFIGS if not only or c[0] in only]
 
     def progress(row):
