@@ -26,7 +26,7 @@ BROKEN_INSTANCES = {
     "repeated_member.json": "allreduce[0].members: node 2 is listed twice",
     "self_demand.json": "mp[2]: self-demand 4 -> 4",
     "negative_bytes.json": "mp[1][2] (bytes): must be non-negative",
-    "nan_bytes.json": "allreduce[0].bytes: must be finite",
+    "nan_bytes.json": "nan_bytes.json: allreduce[0].bytes: NaN is not a JSON number",
     "wrong_format.json": "format: expected 'topoopt-instance/1', got 'topoopt-instance/9'",
     "degree_too_large.json": "degree: must be smaller than n",
     "n_is_string.json": "n: expected an integer, got 'six'",
