@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 
 import click
 
 from .. import registry
 from ..bench.store import StoreError, load_runs
 from ..instance import Instance
+from ..params import ParamError
 from . import main
 
 log = logging.getLogger(__name__)
@@ -72,6 +74,8 @@ def bench(instances, methods_text, time_limit, seeds, jobs, store_path, engine, 
 
     if seeds < 1:
         raise click.BadParameter("must be >= 1", param_hint="--seeds")
+    if hard_limit is not None and not (math.isfinite(hard_limit) and hard_limit > 0):
+        raise ParamError(f"--hard-limit: must be a positive number of seconds, got {hard_limit}")
     settings = {"threads": threads, **settings_from(set_pairs)}
     tasks = build_tasks(instances, _methods(methods_text), seeds, time_limit, settings, hard_limit)
     summary = run_sweep(tasks, store_path, jobs=jobs, engine=engine, address=address,
