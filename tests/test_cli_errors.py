@@ -106,7 +106,7 @@ def test_solve_topology_of_other_size(runner, instance_file, tmp_path, data_dir)
     write_solution(sol6, SolveResult("x", Status.FEASIBLE, 1.0, None, 0.0, topo, routing), other, None)
     r = runner.invoke(main, ["solve", str(path), "-m", "ring", "--topology", str(sol6),
                              "--out", str(tmp_path / "x.json")])
-    one_error_line(r, "--topology: topology has n = 6, instance has 8")
+    one_error_line(r, "sol6.json: topology.n: the topology has n = 6, the instance 8")
     r = runner.invoke(main, ["solve", str(path), "-m", "ring", "--warm-start",
                              str(data_dir / "broken" / "solution_missing_paths.json"),
                              "--out", str(tmp_path / "x.json")])

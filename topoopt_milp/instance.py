@@ -421,14 +421,18 @@ def _validate_derived(inst: Instance) -> None:
     edges ``k * 2 (k-1)/k * S`` plus MP demands): a path has at most ``n - 1`` hops (a
     solution's loops at most revisit arcs), so byte-hops stay below ``W n``, arc loads below
     ``W n`` and the bandwidth time below ``W n / R``; the latency term is at most
-    ``(n - 1) latency``. Requiring ``R`` normal (no subnormal rate to divide by) and ``W n``,
-    ``W n / R``, ``n latency_us`` and their sum with ``compute_s`` finite keeps every time,
-    bound and ratio finite. Each failure names the field that makes it overflow."""
+    ``(n - 1) latency``. Requiring ``R`` normal (no subnormal rate to divide by), the total
+    capacity ``n d R`` and ``W n``, ``W n / R``, ``n latency_us`` and their sum with
+    ``compute_s`` finite keeps every time, bound and ratio finite. Each failure names the
+    field that makes it overflow."""
     n = inst.n
     rate = inst.link_gbps * BYTES_PER_GBPS
     if not math.isfinite(rate):
         raise InstanceError(f"link_gbps: {inst.link_gbps:g} Gbps overflows to infinity in "
                             f"bytes/s (x {BYTES_PER_GBPS:g})")
+    if not math.isfinite(rate * inst.degree * n):  # n d links: the total capacity
+        raise InstanceError(f"link_gbps: {inst.link_gbps:g} Gbps times the {n * inst.degree} "
+                            "link ends overflows to infinity in bytes/s")
     if rate < 2.2250738585072014e-308:
         raise InstanceError(f"link_gbps: {inst.link_gbps:g} Gbps is too small: the link rate "
                             f"{rate:g} bytes/s is not a normal float")

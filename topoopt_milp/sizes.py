@@ -64,10 +64,16 @@ class SizeError(InputError):
 
 @dataclass(frozen=True)
 class Estimate:
-    """The memory a method run needs, ``bytes``, and what dominates it, ``what``."""
+    """The memory a method run needs, ``bytes``, what dominates it, ``what``, and the model's
+    estimated ``nonzeros`` (``None`` for heuristics, which build no model)."""
 
     bytes: float
     what: str
+    nonzeros: float | None = None
+
+    @classmethod
+    def model(cls, nonzeros: float, backend: str, what: str) -> Estimate:
+        return cls(BYTES_PER_NONZERO[backend] * nonzeros, what, nonzeros)
 
 
 def memory_limit() -> float:
@@ -148,29 +154,31 @@ def estimate(method: Method, instance: Instance, options: SolveOptions,
         return Estimate(dense + BYTES_PER_COMMODITY * t.commodities,
                         f"{HEURISTIC_ARRAYS} dense {n} x {n} arrays and {t.commodities} routed "
                         "commodities")
-    per = BYTES_PER_NONZERO[method.backend]
+    b = method.backend
     if method.problem in ("alloc", "joint") and method.backend == "milp":
         flows = t.sources * (n - 1) ** 2
         rings = 0
         if method.problem == "joint":
             R = options.method.rings_per_group
             rings = sum(R * len(g.members) ** 2 for g in instance.allreduce if g.bytes > 0)
-        return Estimate(per * (3.0 * flows + 10.0 * rings),
-                        f"its S (n-1)^2 = {flows:.3g} flow variables (S = {t.sources} sources)")
+        return Estimate.model(3.0 * flows + 10.0 * rings, b,
+                              f"its S (n-1)^2 = {flows:.3g} flow variables (S = {t.sources} "
+                              "sources)")
     if method.problem in ("alloc", "joint"):
         p = options.method
         pairs = t.free_pairs if method.problem == "joint" else t.pairs
         paths = pairs * (2 * n - 3 if p.cpsat_paths == "two_hop" else p.k_paths) * p.cpsat_splits
         links = n * (n - 1) / 2 * (instance.degree + 2)
-        return Estimate(per * (4.0 * paths + 3.0 * links),
-                        f"{paths:.3g} path choices ({pairs} pairs) and {links:.3g} link-value "
-                        "indicators")
+        arcs = n * (n - 1)  # one load row per arc (with the value indicators of its link)
+        return Estimate.model(4.0 * paths + 3.0 * links + 2.0 * arcs, b,
+                              f"{paths:.3g} path choices ({pairs} pairs) and {links:.3g} "
+                              "link-value indicators")
     if method.problem == "select":
-        return _select(instance, options, t, per, quick)
-    return _route(instance, options, t, per, quick)
+        return _select(instance, options, t, b, quick)
+    return _route(instance, options, t, b, quick)
 
 
-def _select(instance: Instance, options: SolveOptions, t: _Traffic, per: float,
+def _select(instance: Instance, options: SolveOptions, t: _Traffic, backend: str,
             quick: bool) -> Estimate:
     from .formulations.select import candidate_jumps
 
@@ -180,12 +188,12 @@ def _select(instance: Instance, options: SolveOptions, t: _Traffic, per: float,
         m = max(1, instance.degree // 2)
         H = math.ceil(m * (n / 2) ** (1 / m))  # about the diameter of a circulant of m jumps
         q = H * (n // 2 + 1) * J
-        return Estimate(per * 3.0 * q, f"{q:.3g} reach variables (H ~ {H} hop layers x "
-                                       f"{n // 2 + 1} residues x {J} jumps)")
+        return Estimate.model(3.0 * q, backend, f"{q:.3g} reach variables (H ~ {H} hop layers "
+                                                f"x {n // 2 + 1} residues x {J} jumps)")
     S = 1 if not quick and _select_symmetric(instance, p.rings) else t.sources
     flows = S * n * 2 * J
-    return Estimate(per * 3.0 * flows, f"its S n 2J = {flows:.3g} flow variables (S = {S} "
-                                       f"sources, J = {J} jump candidates)")
+    return Estimate.model(3.0 * flows, backend, f"its S n 2J = {flows:.3g} flow variables "
+                                                f"(S = {S} sources, J = {J} jump candidates)")
 
 
 def _select_symmetric(instance: Instance, mode: str) -> bool:
@@ -197,22 +205,24 @@ def _select_symmetric(instance: Instance, mode: str) -> bool:
         and choice_symmetric(instance, chosen)
 
 
-def _route(instance: Instance, options: SolveOptions, t: _Traffic, per: float,
+def _route(instance: Instance, options: SolveOptions, t: _Traffic, backend: str,
            quick: bool) -> Estimate:
     from .formulations.route import build_problem, symmetric_applies
 
     p = options.method
     if instance.topology is None:  # the method refuses it by name, with the command to use
-        return Estimate(0.0, "no fixed topology")
+        return Estimate(0.0, "no fixed topology", 0.0)
     A = 2 * len(instance.topology.links)
     variant = getattr(p, "variant", "unsplittable")
     if variant != "fractional":
         paths = t.pairs * p.k_paths
-        return Estimate(per * 4.0 * paths, f"{paths:.3g} candidate paths ({t.pairs} pairs)")
+        return Estimate.model(4.0 * paths, backend, f"{paths:.3g} candidate paths ({t.pairs} "
+                                                    "pairs)")
     form = p.formulation
     if form == "auto":
         form = "symmetric" if not quick and symmetric_applies(build_problem(instance, options)) \
             else "source"
     rows = {"symmetric": 1, "source": t.sources, "per-pair": t.pairs}[form]
     flows = rows * A
-    return Estimate(per * 3.0 * flows, f"its {form} LP's {flows:.3g} arc flows ({A} arcs)")
+    return Estimate.model(3.0 * flows, backend, f"its {form} LP's {flows:.3g} arc flows ({A} "
+                                                "arcs)")

@@ -91,15 +91,22 @@ def _load_result(path: str | None, instance: Instance, what: str, instance_path:
     if path is None:
         return None
     data = read_solution(path)
+    _accepted(data, instance, path, what, instance_path)
+    return _result(data, path, what)
+
+
+def _accepted(data: dict, instance: Instance, path: str, what: str, instance_path: str) -> None:
+    """A :class:`SolutionError` unless solution ``data`` is of ``instance``'s size, was solved
+    on it and passes the independent checker."""
     topo = data.get("topology")
     if topo is not None and topo["n"] != instance.n:
-        raise SolutionError(f"{what}: topology has n = {topo['n']}, instance has {instance.n}")
+        raise SolutionError(f"{what}: {path}: topology.n: the topology has n = {topo['n']}, "
+                            f"the instance {instance.n}")
     solved_on = _same_instance(data, instance, path, instance_path, what)
     problems = check_solution(solved_on.to_dict(), data)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise SolutionError(f"{what}: {path} fails the independent check: {problems[0]}{more}")
-    return _result(data, path, what)
 
 
 def fixed_instance(instance: Instance, path: str, rings: str | None,
@@ -221,14 +228,18 @@ def export(solution_path, fmt, instance_path, out) -> None:
     data = read_solution(solution_path)
     suffix = {"graphml": ".graphml", "routing": ".routing.csv", "edgelist": ".edgelist"}[fmt]
     target = Path(out or Path(solution_path).with_suffix(suffix))
-    if fmt == "routing":
-        rows = interop.write_routing_csv(target, data)
-        click.echo(f"wrote {target} ({rows} paths)")
-        return
-    if fmt == "edgelist":
-        links = interop.write_edgelist(target, data)
-        click.echo(f"wrote {target} ({links} links)")
-        return
-    instance = None if instance_path is None else Instance.load(instance_path)
-    g = interop.write_graphml(target, data, instance)
-    click.echo(f"wrote {target} ({g.number_of_nodes()} nodes, {g.number_of_edges()} links)")
+    instance = None
+    if instance_path is not None and fmt == "graphml":  # busy times come from the routing
+        instance = Instance.load(instance_path)
+        _accepted(data, instance, solution_path, "--instance", instance_path)
+    try:
+        if fmt == "routing":
+            text = f"{interop.write_routing_csv(target, data)} paths"
+        elif fmt == "edgelist":
+            text = f"{interop.write_edgelist(target, data)} links"
+        else:
+            g = interop.write_graphml(target, data, instance)
+            text = f"{g.number_of_nodes()} nodes, {g.number_of_edges()} links"
+    except SolutionError as exc:
+        raise SolutionError(f"{solution_path}: {exc}") from None
+    click.echo(f"wrote {target} ({text})")
