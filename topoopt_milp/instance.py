@@ -379,7 +379,10 @@ def make_instance(
 # -- validation ---------------------------------------------------------------------------
 def _text(value: Any) -> str:
     """``value`` for an error message, at most ~24 characters (a 400-digit integer is not
-    repeated back in full)."""
+    repeated back in full; a large one is shown as ``1e+20``)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**15 \
+            and abs(value) < 1e308:
+        return f"{value:.4g}"
     text = repr(value)
     return text if len(text) <= 24 else f"{text[:12]}...({len(text)} characters)"
 
@@ -465,7 +468,7 @@ def _validate(inst: Instance) -> None:
         raise InstanceError(f"n: need at least 2 servers, got {_text(inst.n)}")
     if inst.n > MAX_N:
         raise InstanceError(f"n: at most {MAX_N} servers are supported (dense n x n arrays), "
-                            f"got {inst.n:.4g}")
+                            f"got {_text(inst.n)}")
     if not isinstance(inst.name, str):
         raise InstanceError(f"name: expected a string, got {_text(inst.name)}")
     if text_problem(inst.name):  # a lone surrogate: no UTF-8 file or table could hold it
