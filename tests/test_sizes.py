@@ -104,7 +104,7 @@ def test_heuristics_are_limited_by_the_instance_cap_only():
     for name, m in registry.METHODS.items():
         est = sizes.check(m, inst, m.options({}))
         assert est.bytes > 0 or name.startswith("route"), name
-        if m.backend == "heuristic":
+        if m.kind == "heuristic":
             assert m.max_n is None and est.nonzeros is None
 
 

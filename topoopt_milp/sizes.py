@@ -73,7 +73,8 @@ class Estimate:
 
     @classmethod
     def model(cls, nonzeros: float, backend: str, what: str) -> Estimate:
-        return cls(BYTES_PER_NONZERO[backend] * nonzeros, what, nonzeros)
+        return cls(BYTES_PER_NONZERO.get(backend, BYTES_PER_NONZERO["milp"]) * nonzeros, what,
+                   nonzeros)
 
 
 def memory_limit() -> float:
@@ -149,7 +150,7 @@ def estimate(method: Method, instance: Instance, options: SolveOptions,
     (an upper estimate, for a size refused anyway)."""
     n = instance.n
     t = _traffic(instance)
-    if method.backend == "heuristic":
+    if method.kind == "heuristic":  # whatever solver a heuristic calls inside
         dense = HEURISTIC_ARRAYS * 8.0 * n * n
         return Estimate(dense + BYTES_PER_COMMODITY * t.commodities,
                         f"{HEURISTIC_ARRAYS} dense {n} x {n} arrays and {t.commodities} routed "
