@@ -26,7 +26,7 @@ BROKEN_INSTANCES = {
     "repeated_member.json": "allreduce[0].members: node 2 is listed twice",
     "self_demand.json": "mp[2]: self-demand 4 -> 4",
     "negative_bytes.json": "mp[1][2] (bytes): must be non-negative",
-    "nan_bytes.json": "allreduce[0].bytes: must be finite",
+    "nan_bytes.json": "nan_bytes.json: allreduce[0].bytes: NaN is not a JSON number",
     "wrong_format.json": "format: expected 'topoopt-instance/1', got 'topoopt-instance/9'",
     "degree_too_large.json": "degree: must be smaller than n",
     "n_is_string.json": "n: expected an integer, got 'six'",
@@ -106,7 +106,7 @@ def test_solve_topology_of_other_size(runner, instance_file, tmp_path, data_dir)
     write_solution(sol6, SolveResult("x", Status.FEASIBLE, 1.0, None, 0.0, topo, routing), other, None)
     r = runner.invoke(main, ["solve", str(path), "-m", "ring", "--topology", str(sol6),
                              "--out", str(tmp_path / "x.json")])
-    one_error_line(r, "--topology: topology has n = 6, instance has 8")
+    one_error_line(r, "sol6.json: topology.n: the topology has n = 6, the instance 8")
     r = runner.invoke(main, ["solve", str(path), "-m", "ring", "--warm-start",
                              str(data_dir / "broken" / "solution_missing_paths.json"),
                              "--out", str(tmp_path / "x.json")])

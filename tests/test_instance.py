@@ -201,10 +201,11 @@ def test_load_rejects_non_json_and_missing_file(tmp_path):
 
 
 def test_load_rejects_nan_written_by_python_json(instance_dict, tmp_path):
-    # Python's json module writes and reads the non-standard token NaN; validation must catch it.
+    # Python's json module writes and reads the non-standard token NaN; the reader refuses it,
+    # naming the field.
     data = copy.deepcopy(instance_dict)
     data["mp"][0][2] = math.nan
     path = tmp_path / "nan.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(InstanceError, match=r"mp\[0\]\[2\] \(bytes\): must be finite"):
+    with pytest.raises(InstanceError, match=r"nan.json: mp\[0\]\[2\]: NaN is not a JSON number"):
         Instance.load(path)

@@ -35,22 +35,56 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= REL_TOL * max(abs(a), abs(b)) + ABS_TOL
 
 
-def _non_finite(obj, where: str, out: list[str]) -> None:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        out.append(f"{where or 'solution'}: non-finite number {obj}")
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            _non_finite(v, f"{where}.{k}" if where else str(k), out)
-    elif isinstance(obj, list):
-        for k, v in enumerate(obj):
-            _non_finite(v, f"{where}[{k}]", out)
-        return
+# The checker reads the solution as untrusted data: every field is type-checked where it is
+# read (a malformed one is a listed violation, never an exception), and nothing is sized by a
+# number from the solution -- lists are sized by the instance's n only.
+def _int(x) -> int | None:
+    """``x`` as an integer (a JSON integer, or a float with an integral value), else None."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int):
+        return x
+    if isinstance(x, float) and math.isfinite(x) and x.is_integer():
+        return int(x)
+    return None
+
+
+def _num(x) -> float | None:
+    """``x`` as a finite float (a JSON number), else None."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    try:
+        value = float(x)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _list(x) -> list:
+    return x if isinstance(x, list) else []
+
+
+def _non_finite(obj, out: list[str]) -> None:
+    stack = [(obj, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            out.append(f"{where or 'solution'}: non-finite number {value}")
+        elif isinstance(value, dict):
+            stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{where}[{k}]") for k, v in enumerate(value))
 
 
 def check_solution(instance: dict, solution: dict) -> list[str]:
-    """Return every violation of ``solution`` for ``instance`` (empty list: valid)."""
+    """Return every violation of ``solution`` for ``instance`` (empty list: valid).
+
+    ``instance`` is a validated instance object (:meth:`Instance.to_dict`); ``solution`` may be
+    anything read from a file: a malformed field is reported, never raised."""
+    if not isinstance(solution, dict):
+        return ["solution: expected a JSON object"]
     problems: list[str] = []
-    _non_finite(solution, "", problems)
+    _non_finite(solution, problems)
     if problems:
         return problems[:20]
     n, d = int(instance["n"]), int(instance["degree"])
@@ -61,17 +95,18 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
         if topo is not None or routing is not None:
             problems.append(f"status: {status!r} but a topology/routing is present")
         return problems
-    if topo is None or routing is None:
-        return [f"status: {status!r} but the topology or routing is missing"]
+    if not isinstance(topo, dict) or not isinstance(routing, dict):
+        return [f"status: {status!r} but the topology or routing is missing (or not an object)"]
 
     # -- links and port budget ---------------------------------------------------------
     links: dict[tuple[int, int], int] = defaultdict(int)
     if topo.get("n") != n:
-        problems.append(f"topology.n: {topo.get('n')} != instance n {n}")
-    for k, row in enumerate(topo.get("links", [])):
-        try:
-            i, j, c = (int(x) for x in row)
-        except (TypeError, ValueError):
+        problems.append(f"topology.n: {topo.get('n')!r} != instance n {n}")
+    if not isinstance(topo.get("links"), list):
+        problems.append("topology.links: expected a list of [i, j, count]")
+    for k, row in enumerate(_list(topo.get("links"))):
+        i, j, c = (_int(x) for x in row) if isinstance(row, list) and len(row) == 3 else [None] * 3
+        if i is None or j is None or c is None:
             problems.append(f"topology.links[{k}]: not [i, j, count]")
             continue
         if not (0 <= i < n and 0 <= j < n) or i == j or c <= 0:
@@ -103,16 +138,22 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
     groups = instance.get("allreduce", [])
     shares: dict[int, float] = defaultdict(float)
     expected: dict[tuple[str, int, int, int], float] = defaultdict(float)
-    for k, ring in enumerate(routing.get("rings", [])):
-        g = int(ring["group"])
+    if not isinstance(routing.get("rings"), list):
+        problems.append("routing.rings: expected a list of rings")
+    for k, ring in enumerate(_list(routing.get("rings"))):
+        ring = ring if isinstance(ring, dict) else {}
+        g, share = _int(ring.get("group")), _num(ring.get("share"))
+        order = [_int(x) for x in _list(ring.get("order"))]
+        if g is None or share is None or not isinstance(ring.get("order"), list) \
+                or None in order:
+            problems.append(f"routing.rings[{k}]: not a ring (group, order of node ids, share)")
+            continue
         if not 0 <= g < len(groups):
             problems.append(f"routing.rings[{k}]: unknown group {g}")
             continue
-        order = [int(x) for x in ring["order"]]
         if sorted(order) != sorted(groups[g]["members"]):
             problems.append(f"routing.rings[{k}]: order is not a permutation of group {g}")
             continue
-        share = float(ring["share"])
         if share < -ABS_TOL:
             problems.append(f"routing.rings[{k}]: negative share {share}")
         shares[g] += share
@@ -129,14 +170,32 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
     # -- commodities and paths ----------------------------------------------------------
     got: dict[tuple[str, int, int, int], float] = defaultdict(float)
     load: dict[tuple[int, int], float] = defaultdict(float)
+    ends: list[tuple[int, int, float]] = []  # (src, dst, bytes) of well-formed commodities
     max_hops = 0
-    for k, com in enumerate(routing.get("commodities", [])):
-        s, t, vol = int(com["src"]), int(com["dst"]), float(com["bytes"])
-        got[(str(com["kind"]), int(com["tag"]), s, t)] += vol
+    if not isinstance(routing.get("commodities"), list):
+        problems.append("routing.commodities: expected a list of commodities")
+    for k, com in enumerate(_list(routing.get("commodities"))):
+        com = com if isinstance(com, dict) else {}
+        s, t, tag = _int(com.get("src")), _int(com.get("dst")), _int(com.get("tag"))
+        vol, kind = _num(com.get("bytes")), com.get("kind")
+        if None in (s, t, tag, vol) or not isinstance(kind, str) \
+                or not isinstance(com.get("paths"), list):
+            problems.append(f"routing.commodities[{k}]: not a commodity (src, dst, tag, kind, "
+                            "bytes, paths)")
+            continue
+        if not (0 <= s < n and 0 <= t < n):
+            problems.append(f"routing.commodities[{k}]: {s} -> {t} is out of range 0..{n - 1}")
+            continue
+        ends.append((s, t, vol))
+        got[(kind, tag, s, t)] += vol
         total = 0.0
-        for q, path in enumerate(com.get("paths", [])):
-            nodes, frac = [int(x) for x in path["nodes"]], float(path["fraction"])
+        for q, path in enumerate(com["paths"]):
+            path = path if isinstance(path, dict) else {}
+            nodes, frac = [_int(x) for x in _list(path.get("nodes"))], _num(path.get("fraction"))
             where = f"routing.commodities[{k}].paths[{q}]"
+            if frac is None or None in nodes:
+                problems.append(f"{where}: not a path (nodes, fraction)")
+                continue
             if frac < -ABS_TOL:
                 problems.append(f"{where}: negative fraction {frac}")
             total += frac
@@ -170,14 +229,18 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
     t_comm = congestion
     latency = float(instance.get("latency_us", 0.0))
     if latency > 0:
-        t_comm += max_hops * latency * 1e-6
+        t_comm += max_hops * (latency * 1e-6)
     metrics = solution.get("metrics") or {}
-    if "comm_time_s" in metrics:
+    if not isinstance(metrics, dict):
+        problems.append("metrics: expected an object")
+    elif "comm_time_s" in metrics:
         # the solution writer stores a non-finite time as null
         reported = metrics["comm_time_s"]
-        same = math.isinf(t_comm) if reported is None else _close(float(reported), t_comm)
+        value = None if reported is None else _num(reported)
+        same = math.isinf(t_comm) if reported is None else (
+            value is not None and _close(value, t_comm))
         if not same:
-            problems.append(f"metrics.comm_time_s: {reported} != recomputed {t_comm}")
+            problems.append(f"metrics.comm_time_s: {reported!r} != recomputed {t_comm}")
     kind = solution.get("objective_kind", "comm_time")
     if kind == "comm_time":
         value = t_comm
@@ -189,8 +252,7 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
         if kind == "diameter":
             value = max((max(row) for row in dist), default=0.0)
         else:
-            value = sum(float(c["bytes"]) * dist[int(c["src"])][int(c["dst"])]
-                        for c in routing.get("commodities", []))
+            value = sum(b * dist[s][t] for s, t, b in ends)
     else:
         return problems + [f"objective_kind: unknown {kind!r}"]
     return problems + _check_objective(solution, kind, value)
@@ -198,23 +260,31 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
 
 def _check_objective(solution: dict, kind: str, value: float) -> list[str]:
     problems = []
-    obj = solution.get("objective")
-    if obj is None or not (_close(float(obj), value) or math.isinf(value) and math.isinf(obj)):
-        problems.append(f"objective: {obj} != recomputed {kind} {value}")
-    bound = solution.get("bound")
+    obj = _num(solution.get("objective"))
+    if obj is None or not _close(obj, value):
+        problems.append(f"objective: {solution.get('objective')!r} != recomputed {kind} {value}")
+    raw = solution.get("bound")
+    bound = _num(raw)
+    if raw is not None and bound is None:
+        problems.append(f"bound: {raw!r} is not a number")
     if bound is not None:
-        if float(bound) < 0:
+        if bound < 0:
             problems.append(f"bound: {bound} is negative")
-        if float(bound) > value * (1 + REL_TOL) + ABS_TOL:
+        if bound > value * (1 + REL_TOL) + ABS_TOL:
             problems.append(f"bound: {bound} exceeds the recomputed objective {value}")
     if solution.get("status") == "optimal":
         scope = solution.get("scope") or {}
-        if scope.get("routing") == "restricted":
+        if not isinstance(scope, dict):
+            problems.append("scope: expected an object")
+        elif scope.get("routing") == "restricted":
             problems.append("status: 'optimal' from a restricted model (its proof holds for that "
                             "model only)")
         params = solution.get("params") or {}
-        gap_tol = max(float(params.get("mip_gap") or 0.0), REL_TOL) + 1e-9
-        if bound is None or value > 0 and (value - float(bound)) / value > gap_tol:
+        if not isinstance(params, dict):
+            problems.append("params: expected an object")
+            params = {}
+        gap_tol = max(_num(params.get("mip_gap")) or 0.0, REL_TOL) + 1e-9
+        if bound is None or value > 0 and (value - bound) / value > gap_tol:
             problems.append(f"status: 'optimal' but the bound {bound} does not meet the "
                             f"objective {value} within the MIP gap")
     return problems

@@ -166,6 +166,46 @@ def lower_bound(instance: Instance) -> float:
     return max(ideal_switch_time(instance), moore_lower_bound(instance))
 
 
+def unroutable(instance: Instance) -> str | None:
+    """Why no topology under the instance's port budget routes all its traffic (``None``:
+    some topology does). The proof behind each answer:
+
+    * ``d >= 2`` (so ``n >= 3``): the ring ``0 - 1 - ... - (n-1) - 0`` connects every server
+      with 2 ports each; the other ``d - 2`` ports fill up with parallel ring links (and, for
+      odd ``d``, which a regular instance allows only for even ``n``, one perfect matching), so
+      a connected topology exists and every demand has a path.
+    * ``d = 1``: every topology is a matching, whose components have at most 2 servers. Servers
+      joined by traffic (a positive MP demand, or membership in an AllReduce group with a
+      positive volume) must share a component; a traffic component of 3 or more servers is
+      therefore unroutable on every topology, and one of at most 2 is routed by linking them.
+
+    This holds for every family (select's circulants and a fixed topology are special cases of
+    "a topology under the port budget"), so any method may report ``infeasible`` on it."""
+    if instance.degree >= 2:
+        return None
+    parent = list(range(instance.n))
+
+    def root(v: int) -> int:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    pairs = [(s, t) for s, t, b in instance.mp if b > 0]
+    pairs += [(g.members[0], m) for g in instance.allreduce if g.bytes > 0 for m in g.members[1:]]
+    members: dict[int, set[int]] = {}
+    for s, t in pairs:
+        a, b = root(s), root(t)
+        parent[b] = a
+        group = members.setdefault(a, {a}) | members.pop(b, {b}) | {s, t}
+        members[a] = group
+        if len(group) >= 3:
+            some = ", ".join(map(str, sorted(group)[:3]))
+            return (f"infeasible: with degree 1 every topology is a matching, but servers "
+                    f"{some} exchange traffic and no matching connects three servers")
+    return None
+
+
 def avg_hops(routing: Routing) -> float:
     """Traffic-weighted mean routed path length in hops."""
     total = sum(c.bytes for c in routing.commodities)

@@ -36,9 +36,18 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
+from .jsonfile import problem as json_problem
+from .jsonfile import read_json, text_problem
 
 FORMAT = "topoopt-instance/1"
 BYTES_PER_GBPS = 1.25e8  # 1 Gbps = 1e9 bit/s = 1.25e8 byte/s
+# The largest cluster an instance may describe. Topologies, hop distances and MP matrices are
+# dense n x n arrays throughout (evaluating one solution holds about four of them): at
+# n = 10^4 each is 0.8 GB, so a solution can still be evaluated on a workstation; beyond, the
+# toolkit would need sparse structures everywhere. Methods declare their own, smaller limits
+# (:mod:`topoopt_milp.sizes`).
+MAX_N = 10_000
+_FLOAT_MAX = 1.7976931348623157e308
 
 _REQUIRED = ("format", "n", "degree", "link_gbps")
 _OPTIONAL = (
@@ -337,16 +346,14 @@ class Instance:
 
     @classmethod
     def load(cls, path: str | Path) -> Instance:
-        """Read and validate an instance file; a non-JSON file is an :class:`InstanceError`."""
+        """Read and validate an instance file. Every defect -- not JSON, not UTF-8, the JSON
+        oddities :func:`~topoopt_milp.jsonfile.read_json` refuses, an invalid field -- is an
+        :class:`InstanceError` whose one-line message names the file and the field."""
+        data = read_json(path, InstanceError)
         try:
-            data = json.loads(Path(path).read_text())
-        except json.JSONDecodeError as exc:
-            raise InstanceError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        except UnicodeDecodeError:
-            raise InstanceError(f"{path}: not valid JSON (not UTF-8 text)") from None
-        except OSError as exc:
-            raise InstanceError(f"{path}: cannot read ({exc.strerror})") from None
-        return cls.from_dict(data)
+            return cls.from_dict(data)
+        except InstanceError as exc:
+            raise InstanceError(f"{path}: {exc}") from None
 
 
 def make_instance(
@@ -370,19 +377,32 @@ def make_instance(
 
 
 # -- validation ---------------------------------------------------------------------------
+def _text(value: Any) -> str:
+    """``value`` for an error message, at most ~24 characters (a 400-digit integer is not
+    repeated back in full; a large one is shown as ``1e+20``)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**15 \
+            and abs(value) < 1e308:
+        return f"{value:.4g}"
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:12]}...({len(text)} characters)"
+
+
 def _as_int(value: Any, where: str) -> int:
     # bool is an int subclass in Python; a JSON true is never a node id or a count.
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         if isinstance(value, float) and value.is_integer():
             return int(value)
-        raise InstanceError(f"{where}: expected an integer, got {value!r}")
+        raise InstanceError(f"{where}: expected an integer, got {_text(value)}")
     return int(value)
 
 
 def _as_float(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise InstanceError(f"{where}: expected a number, got {value!r}")
-    return float(value)
+        raise InstanceError(f"{where}: expected a number, got {_text(value)}")
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond 1.8e308 (library callers; files are refused earlier)
+        raise InstanceError(f"{where}: {_text(value)} is too large for a number") from None
 
 
 def _finite_nonneg(value: float, where: str) -> None:
@@ -392,11 +412,72 @@ def _finite_nonneg(value: float, where: str) -> None:
         raise InstanceError(f"{where}: must be non-negative, got {value}")
 
 
+def _finite_product(a: float, b: float) -> bool:
+    with np.errstate(over="ignore"):
+        return math.isfinite(a * b)
+
+
+def _validate_derived(inst: Instance) -> None:
+    """Every quantity the toolkit derives from the numbers must be a finite float too.
+
+    With ``R = link_gbps * 1.25e8`` bytes/s and ``W`` the bytes injected per iteration (ring
+    edges ``k * 2 (k-1)/k * S`` plus MP demands): a path has at most ``n - 1`` hops (a
+    solution's loops at most revisit arcs), so byte-hops stay below ``W n``, arc loads below
+    ``W n`` and the bandwidth time below ``W n / R``; the latency term is at most
+    ``(n - 1) latency``. Requiring ``R`` normal (no subnormal rate to divide by), the total
+    capacity ``n d R`` and ``W n``, ``W n / R``, ``n latency_us`` and their sum with
+    ``compute_s`` finite keeps every time, bound and ratio finite. Each failure names the
+    field that makes it overflow."""
+    n = inst.n
+    rate = inst.link_gbps * BYTES_PER_GBPS
+    if not math.isfinite(rate):
+        raise InstanceError(f"link_gbps: {inst.link_gbps:g} Gbps overflows to infinity in "
+                            f"bytes/s (x {BYTES_PER_GBPS:g})")
+    if not math.isfinite(rate * inst.degree * n):  # n d links: the total capacity
+        raise InstanceError(f"link_gbps: {inst.link_gbps:g} Gbps times the {n * inst.degree} "
+                            "link ends overflows to infinity in bytes/s")
+    if rate < 2.2250738585072014e-308:
+        raise InstanceError(f"link_gbps: {inst.link_gbps:g} Gbps is too small: the link rate "
+                            f"{rate:g} bytes/s is not a normal float")
+    total = 0.0
+    entries = [(f"allreduce[{gi}].bytes", len(g.members) * g.edge_bytes)
+               for gi, g in enumerate(inst.allreduce)]
+    entries += [(f"mp[{k}][2] (bytes)", b) for k, (_, _, b) in enumerate(inst.mp)]
+    for where, volume in entries:
+        total += volume
+        if not _finite_product(total, n):
+            raise InstanceError(f"{where}: the instance's total volume overflows here (bytes "
+                                f"times the n = {n} hops a path may take must stay finite)")
+    bandwidth_s = total * n / rate
+    if not math.isfinite(bandwidth_s):
+        raise InstanceError(f"link_gbps: {inst.link_gbps:g} Gbps is too slow for "
+                            f"{total:g} bytes: the communication time overflows to infinity")
+    if not _finite_product(inst.latency_us, n):
+        raise InstanceError(f"latency_us: {inst.latency_us:g} us over up to n = {n} hops "
+                            "overflows to infinity")
+    latency_s = inst.latency_us * n * 1e-6
+    if not math.isfinite(bandwidth_s + latency_s + inst.compute_s):
+        worst = max((bandwidth_s, "link_gbps"), (latency_s, "latency_us"),
+                    (inst.compute_s, "compute_s"))[1]
+        raise InstanceError(f"{worst}: the iteration time (compute plus communication) "
+                            "overflows to infinity")
+
+
 def _validate(inst: Instance) -> None:
     if isinstance(inst.n, bool) or not isinstance(inst.n, int) or inst.n < 2:
-        raise InstanceError(f"n: need at least 2 servers, got {inst.n!r}")
+        raise InstanceError(f"n: need at least 2 servers, got {_text(inst.n)}")
+    if inst.n > MAX_N:
+        raise InstanceError(f"n: at most {MAX_N} servers are supported (dense n x n arrays), "
+                            f"got {_text(inst.n)}")
+    if not isinstance(inst.name, str):
+        raise InstanceError(f"name: expected a string, got {_text(inst.name)}")
+    if text_problem(inst.name):  # a lone surrogate: no UTF-8 file or table could hold it
+        raise InstanceError(f"name: {text_problem(inst.name)}")
+    bad = json_problem(dict(inst.meta))
+    if bad:
+        raise InstanceError(f"meta.{bad}")
     if isinstance(inst.degree, bool) or not isinstance(inst.degree, int) or inst.degree < 1:
-        raise InstanceError(f"degree: need at least 1 port per server, got {inst.degree!r}")
+        raise InstanceError(f"degree: need at least 1 port per server, got {_text(inst.degree)}")
     if inst.degree >= inst.n:
         raise InstanceError(
             f"degree: must be smaller than n (= {inst.n}); {inst.degree} ports would need "
@@ -432,6 +513,7 @@ def _validate(inst: Instance) -> None:
         if s == t:
             raise InstanceError(f"mp[{k}]: self-demand {s} -> {t} is not network traffic")
         _finite_nonneg(b, f"mp[{k}][2] (bytes)")
+    _validate_derived(inst)
     if inst.topology is not None:
         _validate_topology(inst, inst.topology)
 
@@ -449,6 +531,9 @@ def _validate_topology(inst: Instance, topo: FixedTopology) -> None:
         _finite_nonneg(c, f"{where}[2] (capacity)")
         if c == 0:
             raise InstanceError(f"{where}[2] (capacity): must be positive")
+        if not _finite_product(c, inst.link_bytes_per_s):
+            raise InstanceError(f"{where}[2] (capacity): {c:g} links of {inst.link_gbps:g} "
+                                "Gbps overflow to infinity in bytes/s")
         if not topo.shared and not float(c).is_integer():
             raise InstanceError(f"{where}[2] (capacity): a duplex topology counts whole links, "
                                 f"got {c}")

@@ -65,12 +65,25 @@ def _topology(solution: dict) -> Topology:
     t = solution.get("topology")
     if t is None:
         raise SolutionError(f"topology: the solution holds none (status {solution.get('status')})")
-    return Topology.from_link_list(int(t["n"]), t["links"], t.get("jumps"))
+    try:
+        return Topology.from_link_list(int(t["n"]), t["links"], t.get("jumps"))
+    except ValueError as exc:  # a node out of range, a self-loop, a negative count
+        raise SolutionError(f"topology.{exc}") from None
 
 
-def _routing(solution: dict) -> Routing | None:
+def _routing(solution: dict, n: int | None = None) -> Routing | None:
+    """The solution's routing; with ``n``, every path node must be a server ``0 .. n-1``
+    (the loads are an ``n x n`` array)."""
     r = solution.get("routing")
-    return None if r is None else Routing.from_dict(r)
+    if r is None:
+        return None
+    routing = Routing.from_dict(r)
+    for k, c in enumerate(routing.commodities if n is not None else ()):
+        for q, (path, _) in enumerate(c.paths):
+            if any(not 0 <= v < n for v in path):
+                raise SolutionError(f"routing.commodities[{k}].paths[{q}]: a node is out of "
+                                    f"range 0..{n - 1}")
+    return routing
 
 
 def _check_instance(solution: dict, instance: Instance) -> None:
@@ -83,8 +96,8 @@ def _check_instance(solution: dict, instance: Instance) -> None:
 def solution_multigraph(solution: dict, instance: Instance | None = None) -> nx.MultiGraph:
     """The solution's topology as a multigraph, one edge per link (see the module docstring)."""
     topo = _topology(solution)
-    routing = _routing(solution)
     n = topo.n
+    routing = _routing(solution, n)
     loads = arc_loads(n, routing) if routing is not None else np.zeros((n, n))
     g = nx.MultiGraph()
     meta = {

@@ -14,7 +14,10 @@ living in a heuristics or formulations module. Each row of :data:`METHODS` state
   carries its scope as data (:class:`~topoopt_milp.scope.Scope`), which the tables use;
 * ``warm_start`` -- the heuristic whose solution starts it when the caller gives none
   (``SolverParams.auto_warm_start``). Warm starts are computed here and passed in, so no
-  formulation imports a heuristic.
+  formulation imports a heuristic;
+* ``max_n`` -- the largest cluster the method is meant for (``None``: the instance limit).
+  :func:`solve` refuses a larger one, and one whose estimated memory exceeds the limit, at
+  once (:func:`topoopt_milp.sizes.check`).
 
 Modules are imported only when a method is used, so listing methods costs nothing. Adding a
 method means adding its module and one row here.
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import params as P
+from . import sizes
 from .errors import InputError
 from .instance import Instance
 from .params import DeadlineExceeded, ParamError, SolveOptions, SolverParams
@@ -57,6 +61,7 @@ class Method:
     scope: str = ""
     warm_start: str | None = None
     preset: Mapping[str, Any] = field(default_factory=dict)
+    max_n: int | None = None
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS and self.problem in PROBLEMS, self
@@ -76,7 +81,8 @@ class Method:
                 "backend": self.backend, "target": self.target,
                 "params": f"{self.params.__module__}:{self.params.__qualname__}",
                 "description": self.description, "scope": self.scope,
-                "warm_start": self.warm_start, "preset": dict(self.preset)}
+                "warm_start": self.warm_start, "preset": dict(self.preset),
+                "max_n": self.max_n}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Method:
@@ -152,22 +158,22 @@ METHODS: dict[str, Method] = {
                    P.RoutingParams,
                    "demand-greedy's topology and rings, optimal fractional routing", preset=_LP),
         Method("select-milp", "select", "exact", "milp", ".formulations.select:solve_milp",
-               P.SelectParams, "choose d/2 ring jumps: MILP (PuLP; HiGHS or CBC)",
+               P.SelectParams, "choose d/2 ring jumps: MILP (PuLP; HiGHS or CBC)", max_n=1024,
                scope="circulants with jumps from the candidate set; TotientPerms ring orders "
                      "(comm_time, rings=choose); fractional routing",
                warm_start="totientperms"),
         Method("select-cpsat", "select", "exact", "cpsat", ".formulations.select:solve_cpsat",
-               P.SelectCpsatParams, "choose d/2 ring jumps: CP-SAT",
+               P.SelectCpsatParams, "choose d/2 ring jumps: CP-SAT", max_n=1024,
                scope="diameter / total_hops: circulants with jumps from the candidate set; "
                      "comm_time: restricted (integer flows, default rings)",
                warm_start="totientperms"),
         Method("alloc-milp", "alloc", "exact", "milp", ".formulations.alloc:solve_milp",
                P.AllocMilpParams, "integer link matrix under the port budget with routing: MILP",
-               scope=_ALLOC_SCOPE, warm_start="topologyfinder"),
+               scope=_ALLOC_SCOPE, warm_start="topologyfinder", max_n=64),
         Method("alloc-benders", "alloc", "exact", "milp", ".formulations.alloc_benders:solve",
                P.AllocBendersParams,
                "alloc-milp's problem by metric-inequality (Benders) decomposition: MILP master",
-               scope=_ALLOC_SCOPE, warm_start="topologyfinder"),
+               scope=_ALLOC_SCOPE, warm_start="topologyfinder", max_n=256),
         Method("lower-bounds", "alloc", "exact", "analytic", ".bounds:solve",
                P.LowerBoundParams,
                "lower bounds only (no solution): port-aware hop counting, cut-sets, ideal "
@@ -183,11 +189,11 @@ METHODS: dict[str, Method] = {
                P.AllocCpsatParams,
                "integer link matrix under the port budget with path choice: CP-SAT",
                scope="restricted: candidate paths of K_n, pieces per commodity, integer volumes",
-               warm_start="topologyfinder"),
+               warm_start="topologyfinder", max_n=64),
         Method("route-milp", "route", "exact", "milp", ".formulations.route:solve_milp",
                P.RouteMilpParams,
                "min-congestion routing on a fixed topology: LP / path LP / unsplittable MILP",
-               scope=_ROUTE_SCOPE + " (variants ksp / unsplittable: restricted)"),
+               scope=_ROUTE_SCOPE + " (variants ksp / unsplittable: restricted)", max_n=2048),
         Method("route-approx", "route", "exact", "approx", ".formulations.route_approx:solve",
                P.RouteApproxParams,
                "(1+eps)-approximate min-congestion routing on a fixed topology: path column "
@@ -196,17 +202,17 @@ METHODS: dict[str, Method] = {
         Method("route-cpsat", "route", "restricted", "cpsat", ".formulations.route:solve_cpsat",
                P.RouteCpsatParams,
                "unsplittable min-congestion routing on a fixed topology: CP-SAT",
-               scope="restricted: one of k candidate paths per commodity"),
+               scope="restricted: one of k candidate paths per commodity", max_n=1024),
         Method("joint-milp", "joint", "exact", "milp", ".formulations.joint:solve_milp",
                P.JointMilpParams,
                "links + routing + AllReduce ring orders: MILP with subtour elimination",
                scope=f"{_ANY}; any rings_per_group ring orders per group, free split; "
-                     "fractional routing", warm_start="topologyfinder"),
+                     "fractional routing", warm_start="topologyfinder", max_n=32),
         Method("joint-cpsat", "joint", "restricted", "cpsat", ".formulations.joint:solve_cpsat",
                P.JointCpsatParams,
                "links + routing + AllReduce ring orders: CP-SAT with circuit constraints",
                scope="restricted: equal ring shares, candidate paths, integer volumes",
-               warm_start="topologyfinder"),
+               warm_start="topologyfinder", max_n=32),
     )
 }
 
@@ -252,6 +258,7 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
         options = m.options(knobs, seed=seed, warm_start=warm_start, export=export)
     elif knobs:
         raise ParamError(f"{next(iter(knobs))}: give the knobs either in options or as keywords")
+    sizes.check(m, instance, options)  # refuse what the method cannot handle, before any work
     if options.deadline is None and options.solver.time_limit is not None:
         # the time limit covers the whole solve: warm start, model building, solver, extraction
         options = options.with_(deadline=started + options.solver.time_limit)

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .instance import Instance
+from .instance import MAX_N, Instance
+from .jsonfile import read_json
 from .scope import Features, Scope
 from .topology import Routing, Topology
 
@@ -245,59 +246,91 @@ def finite_json(obj: Any) -> Any:
 
 
 def read_solution(path: str | Path) -> dict:
-    """Load a solution file as its JSON object, refusing unknown formats by name."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as exc:
-        raise SolutionError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except UnicodeDecodeError:
-        raise SolutionError(f"{path}: not valid JSON (not UTF-8 text)") from None
-    except OSError as exc:
-        raise SolutionError(f"{path}: cannot read ({exc.strerror})") from None
+    """Load a solution file as its JSON object, refusing unknown formats by name.
+
+    The file is read strictly (:func:`~topoopt_milp.jsonfile.read_json`) and its shape checked
+    (:func:`_check_shape`); every defect is a :class:`SolutionError` naming the file and the
+    field. Whether the solution is *right* for an instance is the independent checker's job."""
+    data = read_json(path, SolutionError)
     if not isinstance(data, dict) or data.get("format") != SOLUTION_FORMAT:
         got = data.get("format") if isinstance(data, dict) else None
-        raise SolutionError(f"format: expected {SOLUTION_FORMAT!r}, got {got!r}")
-    _check_shape(data)
+        raise SolutionError(f"{path}: format: expected {SOLUTION_FORMAT!r}, got {got!r}")
+    try:
+        _check_shape(data)
+    except SolutionError as exc:
+        raise SolutionError(f"{path}: {exc}") from None
     return data
 
 
 # -- shape of a solution file: the readers below index it freely, so a malformed file must be
 # refused here, naming the field, instead of surfacing as a KeyError deep inside a reader.
+# Node ids and link counts are bounded by the largest instance (MAX_N) before anything is
+# built from them: no array is ever sized by a number taken from the file.
 def _need(obj: Any, key: str, kinds: tuple[type, ...], where: str, nullable: bool = False) -> Any:
     if not isinstance(obj, dict) or key not in obj:
         raise SolutionError(f"{where}.{key}: required field is missing".lstrip("."))
-    value = obj[key]
+    return _typed(obj[key], kinds, f"{where}.{key}".lstrip("."), nullable)
+
+
+def _typed(value: Any, kinds: tuple[type, ...], where: str, nullable: bool = False) -> Any:
     if value is None and nullable:
         return None
     if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
         names = {dict: "object", int: "integer", float: "number"}.get(kinds[-1], kinds[-1].__name__)
-        raise SolutionError(f"{where}.{key}: expected {names}, got {value!r}".lstrip("."))
+        raise SolutionError(f"{where}: expected {names}, got {_short(value)}")
     return value
 
 
-def _ints(values: list, where: str) -> None:
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:12]}...({len(text)} characters)"
+
+
+def _ints(values: list, where: str, what: str = "node id") -> None:
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int):
-            raise SolutionError(f"{where}: expected node ids (integers), got {v!r}")
+            raise SolutionError(f"{where}: expected {what}s (integers), got {_short(v)}")
+        if not -MAX_N <= v <= MAX_N:
+            raise SolutionError(f"{where}: {what} {_short(v)} is out of range (instances have "
+                                f"at most {MAX_N} servers and ports)")
 
 
 _NUM = (int, float)
+# optional header fields: (key, kinds); all may be null except where noted in _check_shape
+_HEADER = (("method", (str,)), ("params", (dict,)), ("objective_kind", (str,)),
+           ("gap", _NUM), ("runtime_s", _NUM), ("backend", (str,)), ("backend_version", (str,)),
+           ("scale", _NUM), ("message", (str,)), ("scope", (dict,)), ("scope_status", (str,)),
+           ("info", (dict,)), ("features", (dict,)), ("versions", (dict,)), ("metrics", (dict,)))
 
 
 def _check_shape(data: dict) -> None:
     """Raise :class:`SolutionError` naming the first field of a malformed solution object."""
-    _need(data, "instance", (dict,), "")
+    inst = _need(data, "instance", (dict,), "")
+    for key in ("hash", "base_hash", "name"):
+        if key in inst:
+            _need(inst, key, (str,), "instance", nullable=key != "hash")
     _need(data, "status", (str,), "")
     for key in ("objective", "bound"):
         if key in data:
             _need(data, key, _NUM, "", nullable=True)
+    for key, kinds in _HEADER:
+        if key in data:
+            _need(data, key, kinds, "", nullable=True)
+    if "seed" in data:
+        _need(data, "seed", (int,), "")
     topo = _need(data, "topology", (dict,), "", nullable=True)
     if topo is not None:
-        _need(topo, "n", (int,), "topology")
+        n = _need(topo, "n", (int,), "topology")
+        if not 2 <= n <= MAX_N:
+            raise SolutionError(f"topology.n: {_short(n)} is out of range 2..{MAX_N}")
         for k, row in enumerate(_need(topo, "links", (list,), "topology")):
             if not isinstance(row, list) or len(row) != 3:
                 raise SolutionError(f"topology.links[{k}]: expected [i, j, count]")
-            _ints(row, f"topology.links[{k}]")
+            _ints(row[:2], f"topology.links[{k}]")
+            _ints(row[2:], f"topology.links[{k}][2]", "link count")
+        jumps = topo.get("jumps")
+        if jumps is not None:
+            _ints(_typed(jumps, (list,), "topology.jumps"), "topology.jumps")
     routing = _need(data, "routing", (dict,), "", nullable=True)
     if routing is None:
         return
@@ -308,8 +341,9 @@ def _check_shape(data: dict) -> None:
         _need(ring, "share", _NUM, where)
     for k, com in enumerate(_need(routing, "commodities", (list,), "routing")):
         where = f"routing.commodities[{k}]"
-        for key in ("src", "dst", "tag"):
-            _need(com, key, (int,), where)
+        for key in ("src", "dst"):
+            _ints([_need(com, key, (int,), where)], f"{where}.{key}")
+        _need(com, "tag", (int,), where)
         _need(com, "bytes", _NUM, where)
         _need(com, "kind", (str,), where)
         for q, path in enumerate(_need(com, "paths", (list,), where)):
@@ -337,16 +371,16 @@ def result_from_solution(data: dict) -> SolveResult:
         status=status,
         objective=data.get("objective"),
         bound=data.get("bound"),
-        runtime_s=float(data.get("runtime_s", 0.0)),
+        runtime_s=float(data.get("runtime_s") or 0.0),
         topology=topo,
         routing=routing,
         seed=int(data.get("seed", 0)),
-        params=dict(data.get("params", {})),
+        params=dict(data.get("params") or {}),
         backend=data.get("backend"),
         backend_version=data.get("backend_version"),
-        objective_kind=data.get("objective_kind", "comm_time"),
+        objective_kind=data.get("objective_kind") or "comm_time",
         scale=data.get("scale"),
-        message=data.get("message", ""),
+        message=data.get("message") or "",
         scope=_scope_from(data.get("scope")),
         scope_status=data.get("scope_status"),
         info=dict(data.get("info") or {}),

@@ -49,6 +49,14 @@ def route(
     return Routing(tuple(rings), tuple(routed))
 
 
+def check_reachable(topology: Topology, comms: Sequence[Commodity]) -> None:
+    """A :class:`RoutingError` naming the first commodity whose ends ``topology`` does not
+    connect (what every routing, heuristic or LP, needs first)."""
+    dist = topology.hop_distances
+    for c in comms:
+        _check_reachable(dist, c)
+
+
 def _neighbours(topology: Topology) -> list[np.ndarray]:
     return [np.flatnonzero(topology.links[v]) for v in range(topology.n)]
 

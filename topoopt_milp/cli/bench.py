@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 
 import click
 
 from .. import registry
 from ..bench.store import load_runs
 from ..instance import Instance
+from ..params import ParamError
 from . import main
 from .options import cores, deprecated_alias, jobs_option
 
@@ -74,6 +76,10 @@ def bench(instances, methods_text, time_limit, num_seeds, old_seeds, jobs, store
     from ..bench.runner import build_tasks, run_sweep
 
     seeds = deprecated_alias("--seeds", "--num-seeds", old_seeds, num_seeds, default=1)
+    if seeds < 1:
+        raise click.BadParameter("must be >= 1", param_hint="--num-seeds")
+    if hard_limit is not None and not (math.isfinite(hard_limit) and hard_limit > 0):
+        raise ParamError(f"--hard-limit: must be a positive number of seconds, got {hard_limit}")
     settings = {"threads": threads, **settings_from(set_pairs)}
     tasks = build_tasks(instances, _methods(methods_text), seeds, time_limit, settings, hard_limit)
     summary = run_sweep(tasks, store_path, jobs=jobs or cores(), engine=engine, address=address,

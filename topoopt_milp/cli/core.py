@@ -58,20 +58,62 @@ def load_instance(path: str, fmt: str = "json", capacity: str = "file") -> Insta
     return Instance.load(path)
 
 
-def _load_result(path: str | None, instance: Instance, what: str):
+def _result(data: dict, path: str, what: str = ""):
+    """:func:`result_from_solution` with the file (and the option) named in its errors."""
+    try:
+        return result_from_solution(data)
+    except SolutionError as exc:
+        raise SolutionError(f"{what}{': ' if what else ''}{path}: {exc}") from None
+
+
+def _same_instance(data: dict, instance: Instance, path: str, instance_path: str,
+                   what: str = "") -> Instance:
+    """The instance (``instance``, or it without its fixed topology) whose content hash the
+    solution ``data`` records; a :class:`SolutionError` when it records neither."""
+    prefix = f"{what}: {path}" if what else path
+    ref = data["instance"]
+    if ref.get("hash") is None:
+        raise SolutionError(f"{prefix}: instance.hash: required field is missing (the solution "
+                            "must name the instance it was solved on)")
+    candidates = [instance] if instance.topology is None else [instance,
+                                                                instance.without_topology()]
+    for inst in candidates:
+        if inst.content_hash() in (ref.get("hash"), ref.get("base_hash")):
+            return inst
+    raise SolutionError(f"{prefix}: instance.hash: was solved on instance hash {ref['hash']}, "
+                        f"not on {instance_path} ({instance.content_hash()})")
+
+
+def _load_result(path: str | None, instance: Instance, what: str, instance_path: str):
+    """The solution file ``path`` given to option ``what`` (``--topology``, ``--warm-start``):
+    read strictly, of ``instance``'s size, solved on ``instance`` (its hash) and accepted by
+    the independent checker -- before anything is built from it."""
     if path is None:
         return None
     data = read_solution(path)
-    res = result_from_solution(data)
-    if res.topology is not None and res.topology.n != instance.n:
-        raise SolutionError(f"{what}: topology has n = {res.topology.n}, instance has {instance.n}")
-    return res
+    _accepted(data, instance, path, what, instance_path)
+    return _result(data, path, what)
 
 
-def fixed_instance(instance: Instance, path: str, rings: str | None) -> Instance:
+def _accepted(data: dict, instance: Instance, path: str, what: str, instance_path: str) -> None:
+    """A :class:`SolutionError` unless solution ``data`` is of ``instance``'s size, was solved
+    on it and passes the independent checker."""
+    topo = data.get("topology")
+    if topo is not None and topo["n"] != instance.n:
+        raise SolutionError(f"{what}: {path}: topology.n: the topology has n = {topo['n']}, "
+                            f"the instance {instance.n}")
+    solved_on = _same_instance(data, instance, path, instance_path, what)
+    problems = check_solution(solved_on.to_dict(), data)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise SolutionError(f"{what}: {path} fails the independent check: {problems[0]}{more}")
+
+
+def fixed_instance(instance: Instance, path: str, rings: str | None,
+                   instance_path: str = "INSTANCE") -> Instance:
     """``instance`` with the topology of solution ``path`` fixed, and its rings (orders and
     shares) unless ``rings == "default"``."""
-    sol = _load_result(path, instance, "--topology")
+    sol = _load_result(path, instance, "--topology", instance_path)
     if sol.topology is None:
         raise SolutionError(f"--topology: {path} holds no topology (status {sol.status.value})")
     keep = rings != "default" and sol.routing is not None and sol.routing.rings
@@ -118,9 +160,9 @@ def solve(instance_path, method, seed, topology_path, warm_start, export_path, f
     knobs = given(knobs)
     m = registry.get(method)
     if topology_path is not None:
-        instance = fixed_instance(instance, topology_path, knobs.get("rings"))
-    options = m.options(knobs, seed=seed, export=export_path,
-                        warm_start=_load_result(warm_start, instance, "--warm-start"))
+        instance = fixed_instance(instance, topology_path, knobs.get("rings"), instance_path)
+    options = m.options(knobs, seed=seed, export=export_path, warm_start=_load_result(
+        warm_start, instance, "--warm-start", instance_path))
     t0 = time.perf_counter()
     result = None
     try:
@@ -175,28 +217,25 @@ def evaluate_cmd(instance_path, solution_path, fmt, old_json, routing, epsilon, 
 
     With --routing, SOL's topology and AllReduce rings are routed again (route-approx or
     route-milp) and the optimal communication time of that topology is printed with its
-    certified bound. Exit code 1 when the checker finds violations (each is printed)."""
+    certified bound. Exit code 1 when the checker finds violations (each is printed; the
+    metrics are shown for solutions the checker accepts only); exit code 2 when SOL.json is
+    malformed or was not solved on INSTANCE (its content hash)."""
     fmt = deprecated_alias("--json", "--format json", "json" if old_json else None, fmt,
                            default="text")
     as_json = fmt == "json"
     instance = Instance.load(instance_path)
     data = read_solution(solution_path)
-    ihash = instance.content_hash()
-    hashes = {data["instance"].get("hash"), data["instance"].get("base_hash")}
-    if ihash not in hashes:
-        raise SolutionError(
-            f"instance: {solution_path} was solved on instance hash {data['instance'].get('hash')}"
-            f", not on {instance_path} ({ihash})"
-        )
+    _same_instance(data, instance, solution_path, instance_path)
+    head = _result({**data, "topology": None, "routing": None}, solution_path)
     problems = check_solution(instance.to_dict(), data)
-    res = result_from_solution(data)
     metrics = None
-    if res.topology is not None and res.routing is not None:
+    if not problems and data["topology"] is not None and data["routing"] is not None:
+        res = _result(data, solution_path)
         metrics = evaluate(instance, res.topology, res.routing)
     if as_json:
         click.echo(json.dumps({"violations": problems, "metrics": metrics}, indent=1))
     else:
-        click.echo(res.summary())
+        click.echo(head.summary())
         if metrics:
             _print_metrics(metrics)
         click.echo("checker: OK" if not problems else f"checker: {len(problems)} violation(s)")
@@ -248,14 +287,18 @@ def export(solution_path, fmt, instance_path, out) -> None:
     data = read_solution(solution_path)
     suffix = {"graphml": ".graphml", "routing": ".routing.csv", "edgelist": ".edgelist"}[fmt]
     target = Path(out or Path(solution_path).with_suffix(suffix))
-    if fmt == "routing":
-        rows = interop.write_routing_csv(target, data)
-        click.echo(f"wrote {target} ({rows} paths)")
-        return
-    if fmt == "edgelist":
-        links = interop.write_edgelist(target, data)
-        click.echo(f"wrote {target} ({links} links)")
-        return
-    instance = None if instance_path is None else Instance.load(instance_path)
-    g = interop.write_graphml(target, data, instance)
-    click.echo(f"wrote {target} ({g.number_of_nodes()} nodes, {g.number_of_edges()} links)")
+    instance = None
+    if instance_path is not None and fmt == "graphml":  # busy times come from the routing
+        instance = Instance.load(instance_path)
+        _accepted(data, instance, solution_path, "--instance", instance_path)
+    try:
+        if fmt == "routing":
+            text = f"{interop.write_routing_csv(target, data)} paths"
+        elif fmt == "edgelist":
+            text = f"{interop.write_edgelist(target, data)} links"
+        else:
+            g = interop.write_graphml(target, data, instance)
+            text = f"{g.number_of_nodes()} nodes, {g.number_of_edges()} links"
+    except SolutionError as exc:
+        raise SolutionError(f"{solution_path}: {exc}") from None
+    click.echo(f"wrote {target} ({text})")

@@ -35,7 +35,10 @@ def volume_unit(instance: Instance) -> float:
 
 
 def seconds_per_unit(instance: Instance) -> float:
-    """Seconds per model time unit: ``V / B``."""
+    """Seconds per model time unit: ``V / B``; 0 for empty traffic, which every topology
+    carries in no time (the models' unit ``V = 1`` is then a placeholder, not a volume)."""
+    if instance.total_bytes() == 0:
+        return 0.0
     return volume_unit(instance) / instance.link_bytes_per_s
 
 

@@ -73,6 +73,7 @@ import logging
 import math
 import time
 from collections import defaultdict
+from dataclasses import replace
 from itertools import combinations, permutations
 
 import numpy as np
@@ -84,7 +85,7 @@ from ..backends.pulp_backend import solve_pulp
 from ..circulant import totient_orders
 from ..instance import Instance
 from ..params import ParamError, SolveOptions
-from ..result import SolveResult
+from ..result import SolveResult, Status
 from ..scope import Scope, ring_scope
 from ..topology import Ring, Topology, default_rings
 from . import _exact
@@ -268,6 +269,28 @@ def throughput_bound(lam_bound: float | None, spu: float) -> float | None:
     return 0.0 if lam_bound <= 0 else spu / min(lam_bound, 1e300)
 
 
+ZERO_THROUGHPUT = 1e-12  # a multiplier this small is 0: lambda >= 1/(n d) for routable traffic
+
+
+def throughput_outcome(outcome):
+    """A throughput model's outcome read as the min-time problem's (alloc, joint, select).
+
+    An incumbent with ``lambda = 0`` routes nothing (``T = V / (B lambda)`` is infinite), so
+    it is no solution. When the solver proved ``lambda = 0`` optimal (status optimal, or its
+    bound on ``lambda`` is 0 too), no topology of the model's space routes all the traffic --
+    the instance is infeasible (e.g. ``d = 1``: every topology is a matching, and a server
+    with demands to two others cannot reach both). Other outcomes pass unchanged."""
+    lam = outcome.objective
+    if not outcome.status.has_solution or lam is None or lam > ZERO_THROUGHPUT:
+        return outcome
+    proven = outcome.status is Status.OPTIMAL or (
+        outcome.bound is not None and outcome.bound <= ZERO_THROUGHPUT)
+    note = ("infeasible: no topology of the model routes all traffic (the largest demand "
+            "multiplier is 0)" if proven else "the incumbent routes nothing (multiplier 0)")
+    return replace(outcome, status=Status.INFEASIBLE if proven else Status.NO_SOLUTION,
+                   message="; ".join(x for x in (outcome.message, note) if x))
+
+
 def alloc_scope(instance: Instance, options: SolveOptions, parts) -> Scope:
     fixed = [Ring(g, tuple(o), float(t)) for g, o, t in parts["rings"]] \
         if parts["mode"] != "choose" else None
@@ -283,7 +306,7 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     start = None
     if warm is not None:
         start = {f"x_{i}_{j}": float(warm.links[i, j]) for i, j in combinations(range(instance.n), 2)}
-    out = solve_pulp(prob, options, start)
+    out = throughput_outcome(solve_pulp(prob, options, start))
     runtime = time.perf_counter() - t0
     spu = _exact.seconds_per_unit(instance)
     rings = default_rings(instance) if parts["mode"] == "choose" else fixed_rings(instance, options)

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..evaluate import arc_loads, congestion, lower_bound, objective_value
+from ..evaluate import arc_loads, congestion, lower_bound, objective_value, unroutable
 from ..instance import Instance
 from ..params import SolveOptions
 from ..result import SolveResult, Status
@@ -186,6 +186,17 @@ def heuristic(method: str, instance: Instance, options: SolveOptions, topology: 
         bound, scope = route_result.bound, route_result.scope
     return certify(method, instance, options, None, topology, routing, scope=scope,
                    runtime=runtime, bound=bound, notes=[message] if message else [], info=info)
+
+
+def unrouted(method: str, instance: Instance, options: SolveOptions, runtime: float,
+             failure: str, message: str = "") -> SolveResult:
+    """A heuristic whose topology cannot carry the traffic (``failure`` says why): status
+    ``infeasible`` when no topology under the port budget can
+    (:func:`~topoopt_milp.evaluate.unroutable` proves it), else ``no_solution``."""
+    reason = unroutable(instance)
+    status = Status.INFEASIBLE if reason else Status.NO_SOLUTION
+    return _result(method, options, None, status, None, None, runtime, "comm_time", None,
+                   [x for x in (message, reason or failure) if x], None, None, None)
 
 
 def warm_incumbent(instance: Instance, options: SolveOptions, rings: Sequence[Ring],

@@ -80,6 +80,7 @@ from .alloc import (
     path_model_scope,
     solve_link_paths_cpsat,
     throughput_bound,
+    throughput_outcome,
 )
 from .certify import certify, warm_incumbent, warm_topology
 from .flow_paths import decompose_flow
@@ -210,7 +211,7 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     if warm is not None:
         start = {f"x_{i}_{j}": float(warm.links[i, j]) for i, j in combinations(range(n), 2)}
         start.update(_ring_start(instance, parts))
-    out = solve_pulp(prob, options, start)
+    out = throughput_outcome(solve_pulp(prob, options, start))
     runtime = time.perf_counter() - t0
     R = options.method.rings_per_group
     scope = link_scope(instance, options, ring_scope("orders", rings_per_group=R))

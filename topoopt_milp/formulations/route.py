@@ -344,7 +344,7 @@ def _solve_fractional(P: RouteProblem, options: SolveOptions):
         outcome = solve_model(model, options)
         if not outcome.status.has_solution:
             return outcome, None, "per-pair"
-        flows = _values(outcome, model.names)[:nf].reshape(len(pairs), -1)
+        flows = _values(outcome, model.names)[:nf].reshape(len(pairs), len(P.arcs))
         return outcome, _decompose(P, sources, demand, flows, pairs), "per-pair"
     sources = np.flatnonzero(P.D.sum(axis=1) > 0)
     demand = P.D[sources]
@@ -352,7 +352,8 @@ def _solve_fractional(P: RouteProblem, options: SolveOptions):
     outcome = solve_model(model, options)
     if not outcome.status.has_solution:
         return outcome, None, "source"
-    flows = _values(outcome, model.names)[:nf].reshape(len(sources), -1)
+    # (rows, arcs): a reshape by -1 fails for traffic without any source (all volumes 0)
+    flows = _values(outcome, model.names)[:nf].reshape(len(sources), len(P.arcs))
     return outcome, _decompose(P, sources, demand, flows), "source"
 
 

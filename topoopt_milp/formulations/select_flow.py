@@ -72,7 +72,7 @@ from ..routing import route
 from ..scope import Scope, ring_scope
 from ..topology import Ring, Topology, default_rings
 from . import _exact
-from .alloc import throughput_bound
+from .alloc import throughput_bound, throughput_outcome
 from .certify import certify
 from .flow_paths import decompose_flow
 
@@ -265,7 +265,7 @@ def solve_flow(instance: Instance, options: SolveOptions, backend: str, method: 
                                                         symmetric, chosen_units,
                                                         options.check_deadline)
         hint = {f"y_{p}": float(p in warm) for p in cands} if warm else None
-        out = solve_pulp(prob, options, hint)
+        out = throughput_outcome(solve_pulp(prob, options, hint))
         runtime = time.perf_counter() - t0
         topo = routing = model_obj = None
         if out.status.has_solution:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import networkx as nx
 import numpy as np
@@ -33,8 +34,8 @@ from ..formulations import certify
 from ..instance import Instance
 from ..params import SolveOptions
 from ..result import SolveResult
-from ..routing import route
-from ..topology import Ring, Routing, Topology
+from ..routing import RoutingError, check_reachable, route
+from ..topology import Ring, Routing, Topology, commodities_for
 
 log = logging.getLogger(__name__)
 
@@ -206,31 +207,45 @@ def _non_bridge_link(L: np.ndarray, nodes: np.ndarray) -> tuple[int, int] | None
 
 
 # -- routing and results -------------------------------------------------------------------
+class Routed(NamedTuple):
+    """What :func:`route_with` returns: the ``routing`` (``None`` when the topology cannot
+    carry the traffic, ``failure`` then says why) and, for ``"lp"``, the route LP's result."""
+
+    routing: Routing | None
+    lp: SolveResult | None = None
+    failure: str = ""
+
+
 def route_with(
     instance: Instance,
     topology: Topology,
     rings: Sequence[Ring],
     options: SolveOptions,
     default: str,
-) -> tuple[Routing, SolveResult | None]:
-    """Route with the ``routing`` parameter if set, else the method's ``default``; returns the
-    routing and, for ``"lp"``, the route LP's result (its bound and fixed-topology scope).
+) -> Routed:
+    """Route with the ``routing`` parameter if set, else the method's ``default``.
 
     ``"lp"`` solves ``route-milp`` on this topology with the heuristic's own ring orders and
     shares (the instance with this fixed topology and these rings), with the caller's solver
-    parameters: the optimal fractional routing for this topology and these rings."""
+    parameters: the optimal fractional routing for this topology and these rings. A topology
+    that cannot carry the traffic (disconnected, or not circulant for coin-change) gives a
+    :class:`Routed` without routing, not an exception."""
     method = options.method.routing or default
-    if method != "lp":
-        return route(instance, topology, rings, method, options.seed), None
-    from .. import registry
+    try:
+        if method != "lp":
+            return Routed(route(instance, topology, rings, method, options.seed))
+        check_reachable(topology, commodities_for(instance, rings))
+        from .. import registry
 
-    fixed = instance.with_topology(topology.links, rings)
-    res = registry.solve(fixed, "route-milp", registry.get("route-milp").options(
-        options.solver.to_dict(), seed=options.seed))
-    if res.routing is None:
-        raise RuntimeError(f"routing: route-milp returned no routing (status {res.status.value}: "
-                           f"{res.message})")
-    return res.routing, res
+        fixed = instance.with_topology(topology.links, rings)
+        res = registry.solve(fixed, "route-milp", registry.get("route-milp").options(
+            options.solver.to_dict(), seed=options.seed))
+        if res.routing is None:
+            raise RoutingError(f"routing: route-milp returned no routing (status "
+                               f"{res.status.value}: {res.message})")
+        return Routed(res.routing, res)
+    except RoutingError as exc:
+        return Routed(None, failure=str(exc))
 
 
 def default_routing(topology: Topology) -> str:
@@ -242,14 +257,17 @@ def heuristic_result(
     method: str,
     instance: Instance,
     topology: Topology,
-    routed: tuple[Routing, SolveResult | None],
+    routed: Routed,
     options: SolveOptions,
     started: float,
     message: str = "",
 ) -> SolveResult:
-    """A FEASIBLE result whose objective is the routing's communication time; ``runtime_s``
-    runs from ``started`` (a ``time.perf_counter()`` value) to the end of routing. ``routed``
-    is what :func:`route_with` returned."""
-    routing, route_result = routed
-    return certify.heuristic(method, instance, options, topology, routing,
-                             time.perf_counter() - started, message, route_result)
+    """A FEASIBLE result whose objective is the routing's communication time (without a
+    routing: infeasible or no solution, :func:`~topoopt_milp.formulations.certify.unrouted`);
+    ``runtime_s`` runs from ``started`` (a ``time.perf_counter()`` value) to the end of
+    routing. ``routed`` is what :func:`route_with` returned."""
+    if routed.routing is None:
+        return certify.unrouted(method, instance, options, time.perf_counter() - started,
+                                routed.failure, message)
+    return certify.heuristic(method, instance, options, topology, routed.routing,
+                             time.perf_counter() - started, message, routed.lp)
