@@ -205,5 +205,6 @@ def test_committed_store_tables_compile(tmp_path, compile_latex):
     store = tmp_path / "runs.sqlite"  # a copy: opening a store may upgrade its schema
     shutil.copy(REPO / "results" / "runs.sqlite", store)
     written = write_report(load_runs(store), tmp_path / "out", table_formats=("latex",), kinds=())
-    assert sorted(p.name for p in written) == ["families.tex", "gaps.tex", "instances.tex"]
+    assert sorted(p.name for p in written) == ["families.tex", "gaps.tex", "headline.tex",
+                                             "instances.tex"]
     compile_latex([p.read_text() for p in written])

@@ -22,6 +22,7 @@ TABLES = (  # file stem, table arguments
     ("instances", {"by": "instance"}),
     ("gaps", {"by": "instance", "wide": "gap_pct"}),
     ("families", {"by": "family"}),
+    ("headline", {"by": "headline"}),
 )
 EXT = {"md": "md", "latex": "tex", "csv": "csv", "json": "json"}
 
@@ -34,8 +35,8 @@ def write_report(
     kinds: Sequence[str] = KINDS,
     **bound_kw,
 ) -> list[Path]:
-    """Write ``instances``, ``gaps`` (wide gap %) and ``families`` tables in every table
-    format and every figure kind in every figure format into ``outdir``; return the paths.
+    """Write ``instances``, ``gaps`` (wide gap %), ``families`` and ``headline`` tables in
+    every table format and every figure kind in every figure format into ``outdir``; return the paths.
 
     A figure kind without data (e.g. ``iteration`` when no run has a workload instance) is
     skipped with a log message, not an error."""

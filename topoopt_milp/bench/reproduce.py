@@ -4,6 +4,9 @@ family, with which time limits, and the files generated from the resulting run s
 Everything under ``results/`` is produced here from raw run records (nothing hand-edited):
 
 * ``runs.sqlite`` -- every run (the bench store; re-running resumes);
+* ``headline.{md,tex,csv}`` -- how far TopoOpt is from optimal on the ``coopt`` and ``mixed``
+  families: TopologyFinder and TotientPerms with their own and with LP routing (topology vs
+  routing gap) and the certified gap of the best solution (:mod:`.headline`);
 * ``gaps.{md,tex,csv}`` -- per-instance gap (%) of every method to the best valid bound;
   ``instances.{md,tex,csv}`` -- per (instance, method): status, objective, bound, runtime;
 * ``families.{md,tex,csv}`` -- per family and method: optimal runs, mean / max gap,
@@ -40,6 +43,10 @@ from .store import load_runs
 log = logging.getLogger(__name__)
 
 HEURISTICS = ("totientperms", "topologyfinder", "expander", "demand-greedy", "ring")
+# the headline families (coopt, mixed): TopoOpt's heuristics with their own and with LP routing
+# (topology vs routing), the scalable upper bound and the bounds that certify it
+DESIGNED = ("totientperms", "topologyfinder", "demand-greedy", "totientperms-lp",
+            "topologyfinder-lp", "demand-greedy-lp", "alloc-alternate", "lower-bounds")
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,10 @@ QUICK = (
                         "circulant/uniform-n16-*.json"),
           ("totientperms", "select-milp", "select-cpsat"), time_limit=20),
     Sweep("dnn", ("dnn/*-n16-d4.json",), HEURISTICS, time_limit=20),
+    Sweep("coopt", ("coopt/*-n16-d4.json",), DESIGNED, time_limit=10),
+    Sweep("mixed", ("mixed/mixed-n12-*.json", "mixed/mixed-n16-d4-*.json"), DESIGNED,
+          time_limit=10),
+    Sweep("mixed", ("mixed/mixed-n12-*.json",), ("alloc-benders",), time_limit=20),
 )
 
 FULL = (
@@ -73,6 +84,13 @@ FULL = (
     Sweep("dnn", ("dnn/*.json",), HEURISTICS, time_limit=60, seeds=3),
     Sweep("bandwidth", ("bandwidth/*.json",), HEURISTICS, time_limit=60),
     Sweep("llm", ("llm/*.json",), HEURISTICS, time_limit=60, seeds=3),
+    # alloc-alternate reaches n = 128, d = 8 in about 2 minutes on a core
+    Sweep("coopt", ("coopt/*.json",), DESIGNED, time_limit=120),
+    Sweep("mixed", ("mixed/*.json",), DESIGNED, time_limit=120),
+    # the exact decomposition: its bound is the strongest where it is cheap
+    Sweep("coopt", ("coopt/*-n16-d4.json",), ("alloc-benders",), time_limit=60),
+    Sweep("mixed", ("mixed/mixed-n12-*.json", "mixed/mixed-n16-d4-*.json"), ("alloc-benders",),
+          time_limit=60),
 )
 
 
