@@ -166,7 +166,8 @@ def test_report_writes_every_table_and_figure(store, tmp_path):
     r = CliRunner().invoke(main, ["report", str(store), "--out", str(out), "--figure-format", "png"])
     assert r.exit_code == 0, r.output
     names = sorted(p.name for p in out.iterdir())
-    tables = [f"{t}.{e}" for t in ("instances", "gaps", "families") for e in ("md", "tex", "csv")]
+    tables = [f"{t}.{e}" for t in ("instances", "gaps", "families", "headline")
+              for e in ("md", "tex", "csv")]
     figures = [f"{k}.{e}" for k in ("gap", "runtime", "profile", "iteration") for e in ("png", "pdf")]
     assert names == sorted(tables + figures)  # a PDF beside every PNG
     assert r"\toprule" in (out / "gaps.tex").read_text()

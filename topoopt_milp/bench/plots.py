@@ -152,7 +152,7 @@ AXES = (
     Axis("link_gbps", "link rate B [Gbps]", lambda r: _number(r["link_gbps"])),
     Axis("degree", "ports per server d", lambda r: _number(r["degree"])),
 )
-MODEL_AXIS = Axis("model_params", "model parameters",
+MODEL_AXIS = Axis("model_params", "model parameters (log)",
                   lambda r: _number(_meta(r["instance_meta"], "params")))
 
 
@@ -181,8 +181,23 @@ def choose_axes(params: pd.DataFrame) -> tuple[Axis, Axis | None]:
     return x, None
 
 
+def _si(t: float) -> str:
+    """``2.5e7`` -> ``25M``, ``1.3e9`` -> ``1.3B``: model sizes on an axis."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(t) >= scale:
+            return f"{t / scale:g}{suffix}"
+    return f"{t:g}"
+
+
 def _scale(ax, axis: Axis, values) -> None:
     v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    if axis is MODEL_AXIS:
+        # model sizes cluster (GPT-3 13B next to CANDLE's 12.6B): decade ticks, SI labels
+        if len(v) and v.min() > 0 and v.max() / v.min() >= 10:
+            ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda t, _: _si(t)))
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda t, _: ""))
+        return
     if len(v) and v.min() > 0 and v.max() / v.min() >= 10 and not axis.percent:
         powers_of_two = np.allclose(np.log2(v), np.round(np.log2(v)))
         ax.set_xscale("log", base=2 if powers_of_two else 10)
