@@ -243,16 +243,21 @@ def _command_line(ctx: click.Context, skip=frozenset()) -> str:
                    "method); 0 leaves the column out.")
 @click.option("--alt-time-limit", type=click.FloatRange(min=0, min_open=True), default=20.0,
               show_default=True, help="Seconds per alloc-alternate rebuild.")
+@click.option("--alt-polish-time-limit", type=click.FloatRange(min=0), default=120.0,
+              show_default=True,
+              help="CPU seconds of alloc-alternate on the co-optimized strategy (the alt_on_tf "
+                   "column); 0 leaves the column out.")
 @click.option("--only", multiple=True, help="Restrict to these models (repeatable).")
 def cooptimize_table(out, budget, k, seed, exact_method, exact_time_limit, exact_max_n,
-                     alt_rounds, alt_time_limit, only):
+                     alt_rounds, alt_time_limit, alt_polish_time_limit, only):
     """Regenerate the workloads results table (DLRM, CANDLE at n=128; BERT, VGG at n=16;
     d in {4, 8}; B = 100 Gbps)."""
     from ..cooptable import DEFAULT_CONFIGS, TableConfig, build_table, write_table
 
     tc = TableConfig(budget=budget, k=k, seed=seed, exact_method=exact_method,
                      exact_time_limit=exact_time_limit, exact_max_n=exact_max_n,
-                     alt_rounds=alt_rounds, alt_time_limit=alt_time_limit)
+                     alt_rounds=alt_rounds, alt_time_limit=alt_time_limit,
+                     alt_polish_time_limit=alt_polish_time_limit)
     configs = [c for c in DEFAULT_CONFIGS if not only or c[0] in only]
 
     def progress(row):
