@@ -159,17 +159,23 @@ def _result(method, options, outcome, status, obj, bound, runtime, kind, scale, 
 def out_of_time(backend: str, instance: Instance, options: SolveOptions, reason: str,
                 runtime: float) -> SolveResult:
     """The result of a method whose time limit ran out before its solver started (model
-    building): the warm start's solution with status ``feasible`` and the analytic bound
-    (valid for every solution), or ``no_solution`` without a warm start."""
+    building): the warm start's solution (route models: shortest paths on the fixed
+    topology) with status ``feasible`` and the analytic bound (valid for every solution), or
+    ``no_solution`` without either."""
     from ..backends.pulp_backend import BackendOutcome
     from ..scope import ANALYTIC
 
-    outcome = BackendOutcome(Status.NO_SOLUTION, None, None, runtime, backend, "", {}, reason)
     ws = options.warm_start
     fallback = None
     if ws is not None and ws.topology is not None and ws.routing is not None \
             and ws.topology.n == instance.n:
         fallback = (ws.topology, ws.routing)
+    elif instance.topology is not None:  # a route model: shortest paths on the fixed topology
+        from .route import build_problem, shortest_fallback
+
+        fallback = shortest_fallback(build_problem(instance, options))
+        reason += "; incumbent: shortest paths"
+    outcome = BackendOutcome(Status.NO_SOLUTION, None, None, runtime, backend, "", {}, reason)
     return certify("?", instance, options, outcome, None, None, scope=ANALYTIC,
                    runtime=runtime, fallback=fallback)
 

@@ -85,6 +85,8 @@ from ..errors import InputError
 from ..instance import Instance
 from ..params import SolveOptions
 from ..result import SolveResult
+from ..routing import RoutingError
+from ..routing import route as route_heuristic
 from ..scope import Scope, ring_scope, topology_hash
 from ..topology import (
     Commodity,
@@ -358,11 +360,15 @@ def _solve_fractional(P: RouteProblem, options: SolveOptions):
 
 
 # -- path formulations: ksp LP, unsplittable MILP / CP-SAT -------------------------------------
-def candidate_paths(topology: Topology, pairs, k: int) -> dict[tuple[int, int], list[Path]]:
-    """The ``k`` shortest simple paths (hops) of every pair, shortest first."""
+def candidate_paths(topology: Topology, pairs, k: int,
+                    options: SolveOptions | None = None) -> dict[tuple[int, int], list[Path]]:
+    """The ``k`` shortest simple paths (hops) of every pair, shortest first. With ``options``
+    the time limit is checked per pair (at n = 128, all-to-all, this loop alone took a minute)."""
     g = topology.graph()
     out = {}
     for s, t in pairs:
+        if options is not None:
+            options.check_deadline()
         paths = []
         for p in nx.shortest_simple_paths(g, s, t):
             paths.append(tuple(int(x) for x in p))
@@ -542,8 +548,9 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
         ceil_slack = 1
         exact = False
     k = options.method.k_paths
-    cands = candidate_paths(P.topology, {(s, t) for s, t, _ in items}, k)
+    cands = candidate_paths(P.topology, {(s, t) for s, t, _ in items}, k, options)
     owners, paths, a_idx, c_idx, _w = _path_columns(P, cands, items)
+    options.check_deadline()
     model = cp_model.CpModel()
     y = [model.NewBoolVar(f"y{j}") for j in range(len(paths))]
     for k in range(len(items)):
@@ -606,4 +613,16 @@ def finish(method: str, P: RouteProblem, options: SolveOptions, outcome, routing
     kind = "max_link_utilization" if P.shared else "comm_time"
     return certify(method, inst, options, outcome, P.topology if routing is not None else None,
                    routing, scope=scope, runtime=runtime, bound=bound_s, model_objective=obj_s,
-                   objective_kind=kind, exact_model=exact_model, scale=scale, notes=[note])
+                   objective_kind=kind, exact_model=exact_model, scale=scale,
+                   notes=[note] if routing is not None else [note, "incumbent: shortest paths"],
+                   fallback=shortest_fallback(P) if routing is None else None)
+
+
+def shortest_fallback(P: RouteProblem) -> tuple[Topology, Routing] | None:
+    """The incumbent of a route model stopped without one: shortest paths on the fixed
+    topology with its rings (always feasible on a connected topology), so a time limit
+    still returns a routing and a bound."""
+    try:
+        return P.topology, route_heuristic(P.instance, P.topology, P.rings, "shortest")
+    except RoutingError:
+        return None
