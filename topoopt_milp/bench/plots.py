@@ -353,7 +353,11 @@ def plot_runtime(runs: pd.DataFrame, out) -> list[Path]:
 
 
 def profile_ratios(runs: pd.DataFrame, measure: str = "objective") -> pd.DataFrame:
-    """Performance ratios ``r_ps`` (rows: instances, columns: methods); ``inf`` = failure."""
+    """Performance ratios ``r_ps`` (rows: instances, columns: methods); ``inf`` = failure.
+    Bounds-only methods (backend ``analytic``: ``lower-bounds``) return no solution by
+    design and are left out rather than drawn as failing everywhere."""
+    if "method_backend" in runs:
+        runs = runs[runs["method_backend"] != "analytic"]
     tab = instance_table(runs)
     col = {"objective": "objective", "runtime": "runtime_s"}.get(measure)
     if col is None:
