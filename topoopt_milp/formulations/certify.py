@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import params as P
 from ..evaluate import arc_loads, congestion, lower_bound, objective_value, unroutable
 from ..instance import Instance
 from ..params import SolveOptions
@@ -170,7 +171,9 @@ def out_of_time(backend: str, instance: Instance, options: SolveOptions, reason:
     if ws is not None and ws.topology is not None and ws.routing is not None \
             and ws.topology.n == instance.n:
         fallback = (ws.topology, ws.routing)
-    elif instance.topology is not None:  # a route model: shortest paths on the fixed topology
+    elif instance.topology is not None and isinstance(
+            options.method, (P.RouteMilpParams, P.RouteApproxParams, P.RouteCpsatParams)):
+        # a route model: shortest paths on the fixed topology are always an incumbent
         from .route import build_problem, shortest_fallback
 
         fallback = shortest_fallback(build_problem(instance, options))
