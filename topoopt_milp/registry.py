@@ -199,7 +199,7 @@ METHODS: dict[str, Method] = {
                "(1+eps)-approximate min-congestion routing on a fixed topology: path column "
                "generation with a certified Lagrangian bound",
                scope=_ROUTE_SCOPE),
-        Method("route-cpsat", "route", "restricted", "cpsat", ".formulations.route:solve_cpsat",
+        Method("route-cpsat", "route", "restricted", "cpsat", ".formulations.route_cpsat:solve",
                P.RouteCpsatParams,
                "unsplittable min-congestion routing on a fixed topology: CP-SAT",
                scope="restricted: one of k candidate paths per commodity", max_n=1024),

@@ -174,9 +174,10 @@ def out_of_time(backend: str, instance: Instance, options: SolveOptions, reason:
     elif instance.topology is not None and isinstance(
             options.method, (P.RouteMilpParams, P.RouteApproxParams, P.RouteCpsatParams)):
         # a route model: shortest paths on the fixed topology are always an incumbent
-        from .route import build_problem, shortest_fallback
+        from .route import build_problem
 
-        fallback = shortest_fallback(build_problem(instance, options))
+        prob = build_problem(instance, options)
+        fallback = shortest_paths(instance, prob.topology, prob.rings, options.seed)
         reason += "; incumbent: shortest paths"
     outcome = BackendOutcome(Status.NO_SOLUTION, None, None, runtime, backend, "", {}, reason)
     return certify("?", instance, options, outcome, None, None, scope=ANALYTIC,
@@ -214,12 +215,7 @@ def warm_incumbent(instance: Instance, options: SolveOptions, rings: Sequence[Ri
     cap ``cap``), routed by shortest paths with ``rings``: the incumbent a solver that finds
     nothing returns."""
     topo = warm_topology(instance, options, cap)
-    if topo is None:
-        return None
-    try:
-        return topo, route(instance, topo, rings, "shortest", options.seed)
-    except RoutingError:
-        return None
+    return None if topo is None else shortest_paths(instance, topo, rings, options.seed)
 
 
 def warm_topology(instance: Instance, options: SolveOptions, cap: int | None = None):
@@ -234,3 +230,15 @@ def warm_topology(instance: Instance, options: SolveOptions, cap: int | None = N
     if not fits or (cap is not None and int(np.max(topo.links)) > cap):
         return None
     return topo
+
+
+def shortest_paths(instance: Instance, topology: Topology, rings: Sequence[Ring],
+                   seed: int = 0) -> tuple[Topology, Routing] | None:
+    """``topology`` routed by shortest paths with ``rings`` (``None`` when a pair is
+    disconnected): the incumbent a solver that finds nothing returns (the warm start's
+    topology, or a route model's fixed one), so a time limit still gives a routing and a
+    bound."""
+    try:
+        return topology, route(instance, topology, rings, "shortest", seed)
+    except RoutingError:
+        return None

@@ -42,7 +42,7 @@ circulant symmetric reduction whenever it applies:
 problem only (it is at least the fractional optimum).
 
 ``unsplittable``: one candidate path per commodity (binary ``y[c, p]``, ``sum_p y = 1``),
-MILP with HiGHS/CBC (:func:`solve_milp`) or CP-SAT (:func:`solve_cpsat`, integer volumes,
+MILP with HiGHS/CBC (:func:`solve_milp`) or CP-SAT (:func:`.route_cpsat.solve`, integer volumes,
 the scale in ``SolveResult.scale``). Warm-started from shortest paths (candidate 0) or from
 ``options.warm_start``'s single-path routes when they are candidates.
 
@@ -75,18 +75,14 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
-from ortools.sat.python import cp_model
 from scipy.sparse import coo_matrix
 
-from ..backends.cpsat_backend import solve_cpsat as run_cpsat
 from ..backends.pulp_backend import MatrixModel, solve_model
 from ..circulant import circulant_jumps
 from ..errors import InputError
 from ..instance import Instance
 from ..params import SolveOptions
 from ..result import SolveResult
-from ..routing import RoutingError
-from ..routing import route as route_heuristic
 from ..scope import Scope, ring_scope, topology_hash
 from ..topology import (
     Commodity,
@@ -102,14 +98,12 @@ from ..topology import (
     rings_along_jumps,
 )
 from . import _exact
-from .certify import certify
+from .certify import certify, shortest_paths
 from .flow_paths import decompose_flow
 
 log = logging.getLogger(__name__)
 
 INF = math.inf
-CPSAT_MAX_LCM = 10**4  # exact integer objective when lcm(capacities) stays this small
-CPSAT_CAP_UNITS = 10**4  # otherwise: capacity resolution (of the largest capacity)
 
 
 # -- the problem on a fixed topology -------------------------------------------------------
@@ -516,82 +510,6 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
                   time.perf_counter() - t0, note=note, restricted=detail)
 
 
-def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
-    """``route-cpsat``: unsplittable routing over ``k_paths`` candidates with CP-SAT.
-
-    Volumes become integers (:func:`_exact.integer_units`, rounded down so the bound stays
-    valid); with integer capacities ``cap(r)`` and ``M = lcm(cap)`` (at most
-    ``CPSAT_MAX_LCM``), the objective is the integer ``Z >= load(r) * M / cap(r)``, i.e.
-    ``T = Z * scale / (M * cap_unit)`` seconds. Other capacities (SNDlib's real ones) are
-    rounded up to integers and ``Z`` becomes a ceiling; the result is then at best feasible
-    and its bound stays valid (see the code comments)."""
-    t0 = time.perf_counter()
-    P = build_problem(instance, options)
-    items = _unsplit_items(P)
-    vols = np.array([c.bytes for c in P.commodities])
-    units, scale, exact = _exact.integer_units(vols, options.method.cpsat_units)
-    # link counts, or SNDlib's own capacities (then cap_unit is 1 byte/s per unit)
-    caps_f = P.res_cap * P.cap_unit if P.shared else P.res_cap
-    denom = 1.0 if P.shared else P.cap_unit
-    caps = np.round(caps_f).astype(np.int64)
-    M = math.lcm(*caps.tolist()) if len(caps) and (caps > 0).all() else 0
-    if np.allclose(caps, caps_f) and 0 < M <= CPSAT_MAX_LCM:
-        Q, to_s, ceil_slack = M, scale / (M * denom), 0
-    else:
-        # Real-valued (or many different) capacities: round them *up* to integers of
-        # resolution 1/CPSAT_CAP_UNITS of the largest, and let Z >= load * Q / cap; Z is then a
-        # ceiling, so the bound subtracts one unit of Z (both keep the bound valid).
-        cmax = float(caps_f.max())
-        caps = np.ceil(caps_f / cmax * CPSAT_CAP_UNITS - 1e-9).astype(np.int64)
-        Q = CPSAT_CAP_UNITS
-        to_s = scale * CPSAT_CAP_UNITS / (Q * cmax * denom)
-        ceil_slack = 1
-        exact = False
-    k = options.method.k_paths
-    cands = candidate_paths(P.topology, {(s, t) for s, t, _ in items}, k, options)
-    owners, paths, a_idx, c_idx, _w = _path_columns(P, cands, items)
-    options.check_deadline()
-    model = cp_model.CpModel()
-    y = [model.NewBoolVar(f"y{j}") for j in range(len(paths))]
-    for k in range(len(items)):
-        model.AddExactlyOne(y[j] for j in np.flatnonzero(owners == k))
-    arc_of_res = np.full(len(P.arcs), -1)
-    for r, arcs in enumerate(P.res_arcs):
-        arc_of_res[arcs] = r
-    total = int(units.sum()) * Q
-    Z = model.NewIntVar(0, max(1, total), "Z")
-    terms: list[list[tuple[int, int]]] = [[] for _ in range(len(P.res_arcs))]
-    for a, j in zip(a_idx, c_idx, strict=True):
-        terms[arc_of_res[a]].append((j, int(units[owners[j]])))
-    for r, tr in enumerate(terms):
-        if not tr:
-            continue
-        load = sum(u * y[j] for j, u in tr if u)
-        if Q % int(caps[r]) == 0:  # exact: Z >= load * Q / cap
-            model.Add(load * (Q // int(caps[r])) <= Z)
-        else:
-            model.Add(load * Q <= int(caps[r]) * Z)
-    model.Minimize(Z)
-    chosen = _start(P, options, cands, items)
-    offsets = np.searchsorted(owners, np.arange(len(items)))
-    hint = {y[int(offsets[k] + c)]: 1 for k, c in enumerate(chosen)}
-    outcome, solver = run_cpsat(model, options, hint)
-    routing = None
-    if outcome.status.has_solution:
-        choice = [0] * len(items)
-        for j, var in enumerate(y):
-            if solver.Value(var):
-                choice[owners[j]] = j - int(offsets[owners[j]])
-        routing = _unsplit_routing(P, cands, choice)
-    obj = outcome.objective * to_s if outcome.objective is not None else None
-    bound = max(0.0, outcome.bound - ceil_slack) * to_s if outcome.bound is not None else None
-    return finish("route-cpsat", P, options, outcome, routing, obj if exact else None, bound,
-                  time.perf_counter() - t0, scale=scale, exact_model=exact,
-                  note=f"variant=unsplittable; scale={scale:.6g} bytes/unit",
-                  restricted=f"one of the {k} shortest paths per commodity; volumes in units of "
-                             f"{scale:.6g} bytes")
-
-
 def finish(method: str, P: RouteProblem, options: SolveOptions, outcome, routing: Routing | None,
            obj_s: float | None, bound_s: float | None, runtime: float, scale: float | None = None,
            exact_model: bool = True, note: str = "", restricted: str | None = None) -> SolveResult:
@@ -615,14 +533,6 @@ def finish(method: str, P: RouteProblem, options: SolveOptions, outcome, routing
                    routing, scope=scope, runtime=runtime, bound=bound_s, model_objective=obj_s,
                    objective_kind=kind, exact_model=exact_model, scale=scale,
                    notes=[note] if routing is not None else [note, "incumbent: shortest paths"],
-                   fallback=shortest_fallback(P) if routing is None else None)
+                   fallback=None if routing is not None else shortest_paths(
+                       inst, P.topology, P.rings, options.seed))
 
-
-def shortest_fallback(P: RouteProblem) -> tuple[Topology, Routing] | None:
-    """The incumbent of a route model stopped without one: shortest paths on the fixed
-    topology with its rings (always feasible on a connected topology), so a time limit
-    still returns a routing and a bound."""
-    try:
-        return P.topology, route_heuristic(P.instance, P.topology, P.rings, "shortest")
-    except RoutingError:
-        return None
