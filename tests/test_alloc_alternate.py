@@ -54,7 +54,7 @@ def test_checked_between_start_and_proven_optimum(name, make):
     assert 1 <= len(starts) <= 3  # identical start topologies are routed once
     assert res.objective <= min(starts) * (1 + 1e-9)
     # never worse than any start heuristic routed by the ring LP
-    for st in alloc_alternate.start_topologies(inst):
+    for st in alloc_alternate.start_topologies(inst, registry.run_method):
         assert ring_lp.in_ring_space(inst, st.routing.rings), st.method
         assert res.objective <= ring_lp.route_rings(inst, st.topology).objective_s * (1 + 1e-6)
     opt = registry.solve(inst, "alloc-milp", time_limit=120)
@@ -84,7 +84,7 @@ def test_trajectory_is_monotone_in_its_accepted_steps():
 
 def test_release_moves_come_after_the_plain_step():
     inst = mixed(8, 4, 3)
-    topo = alloc_alternate.start_topologies(inst)[0].topology
+    topo = alloc_alternate.start_topologies(inst, registry.run_method)[0].topology
     rr = ring_lp.route_rings(inst, topo)
     from topoopt_milp.evaluate import arc_loads
 
@@ -125,6 +125,6 @@ def test_no_finished_routing_step_falls_back_to_the_best_start(monkeypatch):
     monkeypatch.setattr(alloc_alternate, "route_rings", timed_out)
     inst = mixed(8, 4, 5)
     res = run(inst)
-    best = min(alloc_alternate.start_topologies(inst), key=lambda s: s.objective_s)
+    best = min(alloc_alternate.start_topologies(inst, registry.run_method), key=lambda s: s.objective_s)
     assert res.objective == pytest.approx(best.objective_s)
     assert "no routing step finished" in res.message

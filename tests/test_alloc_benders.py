@@ -6,22 +6,16 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import checked
 
 from topoopt_milp import registry
-from topoopt_milp.check import check_solution
-from topoopt_milp.evaluate import evaluate
 from topoopt_milp.formulations import alloc_benders, benders_master
 from topoopt_milp.instance import make_instance
-from topoopt_milp.result import Status, solution_dict
+from topoopt_milp.result import Status
 
 CHOOSE = {"rings": "choose"}
 
 
-def checked(inst, res):
-    problems = check_solution(inst.to_dict(), solution_dict(
-        res, inst, evaluate(inst, res.topology, res.routing)))
-    assert problems == [], problems
-    return res
 
 
 def mixed(n, d, groups, mp_frac, seed=0, regular=True):

@@ -28,7 +28,8 @@ from topoopt_milp import registry
 from topoopt_milp.bench.runner import build_tasks, run_sweep
 from topoopt_milp.bench.store import Owner, RunStore, load_runs
 from topoopt_milp.cli import main
-from topoopt_milp.params import RoutingParams
+from topoopt_milp.heuristics.support import RoutingParams
+from topoopt_milp.spec import MethodSpec
 
 psutil = pytest.importorskip("psutil")  # a dependency of distributed (test extra)
 
@@ -62,12 +63,15 @@ def nap(instance, options):
     return registry.solve(instance, "ring", options)
 
 
+TEST_SPECS = tuple(MethodSpec(f"test-{f.__name__}", "alloc", "heuristic", "heuristic",
+                              RoutingParams, f, "test only")
+                   for f in (litter_and_hang, litter_and_crash, nap))
+
+
 @pytest.fixture
 def fault_methods(monkeypatch):
-    for name in ("litter_and_hang", "litter_and_crash", "nap"):
-        monkeypatch.setitem(registry.METHODS, f"test-{name}", registry.Method(
-            f"test-{name}", "alloc", "heuristic", "heuristic", f"{__name__}:{name}",
-            RoutingParams, "test only"))
+    for spec in registry.load_ref(f"{__name__}:TEST_SPECS"):
+        monkeypatch.setitem(registry.METHODS, spec.name, spec)
 
 
 @pytest.fixture

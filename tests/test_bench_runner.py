@@ -16,7 +16,8 @@ from topoopt_milp import registry
 from topoopt_milp.bench.runner import build_tasks, find_instances, run_sweep
 from topoopt_milp.bench.store import RunStore, load_runs
 from topoopt_milp.bench.tables import instance_table
-from topoopt_milp.params import RoutingParams
+from topoopt_milp.heuristics.support import RoutingParams
+from topoopt_milp.spec import MethodSpec
 
 # Columns that do not depend on timing, host or the engine.
 DETERMINISTIC = ["run_key", "instance_name", "instance_hash", "family", "n", "method", "method_backend",
@@ -43,12 +44,14 @@ def lie(instance, options):
     return res.with_(objective=res.objective / 2)
 
 
+TEST_SPECS = tuple(MethodSpec(f"test-{f.__name__}", "alloc", "heuristic", "heuristic",
+                              RoutingParams, f, "test only") for f in (crash, hang, boom, lie))
+
+
 @pytest.fixture
 def bad_methods(monkeypatch):
-    for name in ("crash", "hang", "boom", "lie"):
-        monkeypatch.setitem(registry.METHODS, f"test-{name}", registry.Method(
-            f"test-{name}", "alloc", "heuristic", "heuristic", f"{__name__}:{name}",
-            RoutingParams, "test only"))
+    for spec in registry.load_ref(f"{__name__}:TEST_SPECS"):
+        monkeypatch.setitem(registry.METHODS, spec.name, spec)
 
 
 def _frame(path):
@@ -108,9 +111,7 @@ import sys
 sys.path.insert(0, {tests!r})
 from topoopt_milp import registry
 from topoopt_milp.bench.runner import build_tasks, run_sweep
-from topoopt_milp.params import RoutingParams
-registry.METHODS[{name!r}] = registry.Method({name!r}, "alloc", "heuristic", "heuristic",
-                                             {target!r}, RoutingParams, "test only")
+registry.METHODS[{name!r}] = registry.get({target!r})
 s = run_sweep(build_tasks([{inst!r}], [{name!r}], seeds={seeds}, time_limit=1, hard_limit=600),
               {store!r}, jobs={jobs}, progress=False)
 print("RAN", s.ran, "HELD", s.held)
@@ -122,7 +123,8 @@ def sweep_script(inst, store, target="test_bench_runner:hang", seeds=2, jobs=Non
     tests/) with ``seeds`` seeds, ``jobs`` runs at once (default: all), a hard limit far beyond
     any test; it prints ``RAN <runs> HELD <runs>``."""
     return SWEEP_SCRIPT.format(tests=os.path.dirname(__file__), inst=str(inst), store=str(store),
-                               name="test-" + target.split(":")[1], target=target, seeds=seeds,
+                               name="test-" + target.split(":")[1],
+                               target=target.replace(":", ":TEST_SPECS#test-"), seeds=seeds,
                                jobs=jobs or seeds)
 
 

@@ -109,5 +109,5 @@ def test_master_bound_is_valid():
     inst = mixed(6, 4, 2, 0.35, seed=4)
     opt = registry.solve(inst, "alloc-milp", time_limit=60, rings='choose')
     assert opt.status is Status.OPTIMAL
-    lb = bounds.master_bound(inst, time_limit=5)
+    lb = alloc_benders.master_bound(inst, time_limit=5)
     assert ideal_switch_time(inst) * (1 - 1e-9) <= lb <= opt.objective * (1 + 1e-5)

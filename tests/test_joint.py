@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from helpers import checked
 
 from topoopt_milp import registry
-from topoopt_milp.check import check_solution
-from topoopt_milp.evaluate import evaluate
 from topoopt_milp.instance import make_instance
-from topoopt_milp.result import Status, finite_json, solution_dict
+from topoopt_milp.result import Status
 
 S = 1.25e8  # bytes: one second on a 1 Gbps link
 
 
-def checked(inst, result):
-    metrics = None if result.topology is None else evaluate(inst, result.topology, result.routing)
-    problems = check_solution(inst.to_dict(), finite_json(solution_dict(result, inst, metrics)))
-    assert problems == [], problems
-    return result
 
 
 def ring3():

@@ -8,14 +8,14 @@ from itertools import combinations, product
 import networkx as nx
 import numpy as np
 import pytest
+from helpers import checked
 
 from topoopt_milp import registry
 from topoopt_milp.backends.pulp_backend import solve_pulp
-from topoopt_milp.check import check_solution
 from topoopt_milp.evaluate import evaluate
 from topoopt_milp.formulations import _exact, alloc, ring_lp
 from topoopt_milp.instance import make_instance
-from topoopt_milp.result import SolveResult, Status, solution_dict
+from topoopt_milp.result import Status
 from topoopt_milp.topology import Ring, Topology, default_rings
 
 
@@ -41,12 +41,6 @@ def route_milp(inst, topo, rings):
     return res.objective
 
 
-def checked(inst, rr):
-    res = SolveResult("ring-lp", Status.FEASIBLE, rr.objective_s, None, 0.0,
-                      topology=rr.topology, routing=rr.routing)
-    assert check_solution(inst.to_dict(), solution_dict(res, inst, evaluate(inst, rr.topology,
-                                                                            rr.routing))) == []
-    return rr
 
 
 def test_single_candidate_equals_route_milp_with_those_rings():

@@ -6,14 +6,14 @@ import math
 
 import numpy as np
 import pytest
+from helpers import checked
 
 from topoopt_milp import generators, registry
-from topoopt_milp.check import check_solution
 from topoopt_milp.circulant import totient_orders
 from topoopt_milp.evaluate import evaluate
 from topoopt_milp.formulations import select, select_flow
 from topoopt_milp.instance import make_instance
-from topoopt_milp.result import Status, finite_json, solution_dict
+from topoopt_milp.result import Status
 
 S = 1.0e6  # bytes per all-to-all demand
 B = 100.0  # Gbps
@@ -28,12 +28,6 @@ def ring_traffic(n: int, d: int):
     return make_instance(n, d, B, mp=[(i, (i + 1) % n, S) for i in range(n)])
 
 
-def checked(inst, result):
-    """The result's solution file must pass the independent checker."""
-    metrics = None if result.topology is None else evaluate(inst, result.topology, result.routing)
-    problems = check_solution(inst.to_dict(), finite_json(solution_dict(result, inst, metrics)))
-    assert problems == [], problems
-    return result
 
 
 def boesch_wang(n: int) -> int:

@@ -11,7 +11,6 @@ import pytest
 from topoopt_milp import generators, registry, sizes
 from topoopt_milp.backends import pulp_backend
 from topoopt_milp.formulations import alloc, joint, route, select_flow
-from topoopt_milp.registry import Method
 from topoopt_milp.sizes import SizeError
 
 
@@ -108,6 +107,6 @@ def test_heuristics_are_limited_by_the_instance_cap_only():
             assert m.max_n is None and est.nonzeros is None
 
 
-def test_max_n_travels_with_the_method_row():
+def test_max_n_travels_with_the_method_spec():
     m = registry.get("alloc-milp")
-    assert Method.from_dict(m.to_dict()) == m and m.to_dict()["max_n"] == 64
+    assert registry.get(m.ref) == m and m.max_n == 64

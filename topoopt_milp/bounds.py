@@ -46,10 +46,9 @@ cut_bound (cut-set inequalities on structured node sets)
     member set, the residue classes ``{i : i = r mod q}`` for divisors ``q`` of ``n`` and their
     unions ``{i : i mod q < q/2}``, the halves ``{0..n/2-1}``, and both directions.
 
-master_bound (the alloc-benders master after a time budget)
-    The master of :mod:`.formulations.alloc_benders` is a relaxation of the alloc-milp problem
-    (every row is a valid inequality), so its dual bound on ``lambda`` after any time gives
-    ``T >= V / (B lambda_bound)``; scope ``"totient"``.
+The method ``lower-bounds`` (:mod:`topoopt_milp.lower_bounds`) reports the best of them,
+optionally with the alloc-benders master's bound
+(:func:`topoopt_milp.formulations.alloc_benders.master_bound`).
 """
 
 from __future__ import annotations
@@ -222,16 +221,6 @@ def cut_bound(instance: Instance, scope: str = "totient",
     return best
 
 
-def master_bound(instance: Instance, time_limit: float = 60.0) -> float:
-    """The alloc-benders master's dual bound after ``time_limit`` seconds (scope
-    ``"totient"``), without warm start or separation beyond what fits in the time."""
-    from .formulations import alloc_benders
-
-    P = alloc_benders.problem_of(instance)
-    out = alloc_benders.benders(P, time_limit=time_limit)
-    return P.sec_per_unit / out.bound if out.bound > 0 else math.inf
-
-
 # name -> (function, scope); the analytic bounds cover every ring order
 BOUNDS: dict[str, tuple[Callable[[Instance], float], str]] = {
     "ideal_switch": (ideal_switch_time, "any"),
@@ -255,34 +244,3 @@ def best_bound(instance: Instance, scope: str = "totient") -> tuple[str, float]:
     ok = {name: f(instance) for name, (f, sc) in BOUNDS.items() if sc == "any" or sc == scope}
     name = max(ok, key=ok.get)
     return name, ok[name]
-
-
-# -- as a method: the best bound of a scope, stored like any run ---------------------------------
-def solve(instance, options):
-    """``lower-bounds``: the best of the cheap bounds for the ``rings`` scope (``choose``: the
-    TotientPerms orders, alloc-milp's ring space; ``any``: every ring order), plus the
-    alloc-benders master's bound after ``master_time`` seconds (``choose`` only; 0: skipped).
-    Returns no solution, only the bound and its scope (status ``no_solution``), so that
-    tables measure every covered solution against it."""
-    import time
-
-    from .backends.pulp_backend import BackendOutcome
-    from .formulations.certify import certify
-    from .result import Status
-    from .scope import Scope, ring_scope
-
-    t0 = time.perf_counter()
-    p = options.method
-    scope_name = "totient" if p.rings == "choose" else "any"
-    values = {name: f(instance) for name, (f, sc) in BOUNDS.items()
-              if sc == "any" or sc == scope_name}
-    if p.master_time > 0 and scope_name == "totient":
-        values["benders_master"] = master_bound(instance, p.master_time)
-    values = {k: v for k, v in values.items() if math.isfinite(v)}
-    name = max(values, key=values.get)
-    note = "; ".join(f"{k} {v:.6g}" for k, v in sorted(values.items(), key=lambda kv: -kv[1]))
-    outcome = BackendOutcome(Status.NO_SOLUTION, None, None, time.perf_counter() - t0,
-                             "analytic", "", {}, f"best: {name}; {note}")
-    return certify("lower-bounds", instance, options, outcome, None, None,
-                   scope=Scope(**ring_scope(p.rings)), runtime=time.perf_counter() - t0,
-                   bound=values[name], info={"bounds_s": values, "best": name})

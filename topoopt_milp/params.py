@@ -1,4 +1,4 @@
-"""Typed, validated parameters: solver limits and tolerances, and each method family's knobs.
+"""Typed, validated parameters: the base class, the solver's limits and the shared knobs.
 
 Every knob a method reads is a field of a frozen dataclass declared with :func:`knob` (default,
 help text, allowed values, bounds). The classes are the single definition of each knob:
@@ -12,9 +12,11 @@ help text, allowed values, bounds). The classes are the single definition of eac
   ``bench --set`` reaches.
 
 What a method receives is a :class:`SolveOptions`: the seed, the :class:`SolverParams`, the
-method's own parameter object (its class is named in the method's registry row), and the
-inputs that are not parameters (a warm start, an export path). Adding a knob to a family means
-adding one field to its class here; nothing else lists knobs.
+method's own parameter object (its class lives in the method's module and is named by its
+spec), and the inputs that are not parameters (a warm start, an export path, the hand-in of
+other methods). Adding a knob to a method means adding one field to its class; nothing else
+lists knobs. This module holds the base class, the solver's knobs and the knob definitions
+that several methods share.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import math
 import time
 import typing
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, replace
 from types import NoneType, UnionType
 from typing import TYPE_CHECKING, Any
@@ -138,7 +141,7 @@ class SolverParams(Params):
     """Limits and tolerances of the exact backends (HiGHS, CBC, CP-SAT)."""
 
     time_limit: float | None = knob(
-        None, "Time limit of the whole solve [s] (exact methods); none by default.", minimum=0)
+        None, "Time limit of the whole solve [s] (exact methods).", minimum=0)
     threads: int = knob(1, "Solver threads.", minimum=1)
     mip_gap: float = knob(1e-6, "Relative MIP gap at which exact solvers stop and claim optimality.",
                           minimum=0, maximum=1)
@@ -159,37 +162,7 @@ class SolverParams(Params):
     solver_log: bool = knob(False, "Show the solver's own log on stderr.")
 
 
-# -- heuristics ----------------------------------------------------------------------------------
-ROUTINGS = ("shortest", "ecmp", "coin-change", "lp")
-
-
-@dataclass(frozen=True)
-class RoutingParams(Params):
-    """Heuristics: how the built topology is routed."""
-
-    routing: str | None = knob(
-        None, "Routing on the chosen topology: shortest (random ties, seeded), ecmp, coin-change "
-        "(circulants), lp (optimal fractional routing, route-milp, with the method's own rings); "
-        "default: the method's own.", choices=ROUTINGS)
-
-
-@dataclass(frozen=True)
-class TotientParams(RoutingParams):
-    faithful: bool = knob(False, "Keep the published TopoOpt artifact's quirks (TotientPerms, "
-                                 "TopologyFinder).")
-
-
-@dataclass(frozen=True)
-class TopologyFinderParams(TotientParams):
-    split: str = knob("proportional", "TopologyFinder degree split between AllReduce and MP: "
-                                      "proportional (the paper) or all_ar (the released code).",
-                      choices=("proportional", "all_ar"))
-    matching_top_k: int | str = knob(
-        "auto", "TopologyFinder Blossom rounds on each node's K heaviest pairs: auto, all, or K.",
-        choices=("auto", "all"), minimum=1)
-
-
-# -- exact families ------------------------------------------------------------------------------
+# -- knobs shared by several methods ----------------------------------------------------------
 RINGS_HELP = ("AllReduce ring space: choose (free split over the TotientPerms orders), given (the "
               "default bidirectional rings), warm (the warm start's rings); route: fixed (the "
               "topology's own rings, else the default ones laid along its jumps).")
@@ -200,170 +173,22 @@ def k_paths_knob() -> Any:
     return knob(4, "Candidate paths per commodity (ksp / unsplittable / CP-SAT models).", minimum=1)
 
 
-@dataclass(frozen=True)
-class SelectParams(Params):
-    """select: ring jumps of a circulant."""
-
-    objective: str = knob("comm_time", "select objective: comm_time (with fractional routing), "
-                                       "diameter or total_hops.",
-                          choices=("comm_time", "diameter", "total_hops"))
-    candidates: str = knob("coprime", "select candidate jumps: coprime (TotientPerms) or all 1..n/2.",
-                           choices=("coprime", "all"))
-    rings: str = knob("choose", RINGS_HELP, choices=("choose", "given"))
-    symmetry: bool = knob(True, "Add valid symmetry-breaking constraints.")
-    routing: str | None = knob(None, "Routing returned with a hop objective (default shortest).",
-                               choices=("shortest", "ecmp", "coin-change"))
-
-
-@dataclass(frozen=True)
-class SelectCpsatParams(SelectParams):
-    rings: str = knob("given", RINGS_HELP,
-                      choices=("given",))
-    flow_resolution: int = knob(12, "CP-SAT select: integer flow units per smallest demand unit.",
-                                minimum=1)
-
-
 def max_multiplicity_knob() -> Any:
     """The cap on parallel links per node pair, shared by every method that allocates links."""
     return knob(None, "Most parallel links per node pair (default: the degree, i.e. no "
                       "restriction).", minimum=1)
 
 
-@dataclass(frozen=True)
-class LinkParams(Params):
-    """Integer link matrices (alloc, joint)."""
-
-    max_multiplicity: int | None = max_multiplicity_knob()
-    symmetry: bool = knob(True, "Add valid symmetry-breaking constraints.")
-
-
-@dataclass(frozen=True)
-class AllocMilpParams(LinkParams):
-    rings: str = knob("choose", RINGS_HELP,
-                      choices=("choose", "given", "warm"))
-
-
-@dataclass(frozen=True)
-class AllocAlternateParams(Params):
-    """alloc-alternate: the alternation of an exact link step and the route LP."""
-
-    max_multiplicity: int | None = max_multiplicity_knob()
-    max_iterations: int = knob(200, "alloc-alternate: most routing steps.", minimum=1)
-    patience: int = knob(20, "alloc-alternate: steps without progress before a restart.",
-                         minimum=1)
-    max_moves: int = knob(50, "alloc-alternate: release moves tried per batch size.", minimum=1)
-    batch: int | str = knob("critical", "alloc-alternate: critical pairs released per move: "
-                                        "critical (n/16, halved on rejection) or a number.",
-                            choices=("critical",), minimum=1)
-    use_duals: bool = knob(True, "alloc-alternate: guide the moves by the route LP's duals.")
-    restarts: bool = knob(True, "alloc-alternate: restart from the other starts when stuck.")
-    hop_penalty: float = knob(1e-4, "alloc-alternate: cost per unit of flow per hop in the "
-                                    "search LPs (prefers short routes).", minimum=0)
-    polish: bool = knob(True, "alloc-alternate: re-route the best topology without the hop "
-                              "penalty at the end.")
-    lp_tolerance: float = knob(1e-6, "alloc-alternate: interior-point tolerance of the search "
-                                     "LPs.", positive=True)
-    starts: str = knob("totientperms,topologyfinder,demand-greedy",
-                       "alloc-alternate: start heuristics (comma-separated).")
-    clock: str = knob("wall", "alloc-alternate: the time limit counts wall time, or this "
-                              "process's CPU seconds (cpu: for shared machines).",
-                      choices=("wall", "cpu"))
-
-
-@dataclass(frozen=True)
-class AllocBendersParams(LinkParams):
-    """alloc-benders: the metric-inequality decomposition's loop (see its module)."""
-
-    cuts_per_round: int = knob(1, "alloc-benders: violated cuts collected before a master "
-                                  "solve is interrupted.", minimum=1)
-    hop_rows: bool | None = knob(None, "alloc-benders: two-hop counting rows in the master "
-                                       "(default: on above n = 8).")
-    duals: str | None = knob(None, "alloc-benders: LP dual for the cuts (default: simplex up "
-                                   "to n = 32, ipm above).", choices=("simplex", "ipm"))
-    heuristic_effort: float = knob(0.05, "alloc-benders: HiGHS mip_heuristic_effort of the "
-                                         "master.", minimum=0, maximum=1)
-    round_frac: float | None = knob(None, "alloc-benders: share of the elapsed time a master "
-                                          "solve runs before it is interrupted for its cuts.",
-                                    minimum=0, maximum=1)
-
-
-@dataclass(frozen=True)
-class LowerBoundParams(Params):
-    """lower-bounds: which ring space the bound covers, and the Benders master's budget."""
-
-    rings: str = knob("choose", RINGS_HELP, choices=("choose", "any"))
-    master_time: float = knob(0.0, "lower-bounds: seconds for the alloc-benders master's bound "
-                                   "(0: only the cheap bounds).", minimum=0)
-
-
-@dataclass(frozen=True)
-class PathModelParams(Params):
-    """CP-SAT link + path-choice models (alloc-cpsat, joint-cpsat)."""
-
-    k_paths: int = k_paths_knob()
-    cpsat_units: int = knob(10**6, "CP-SAT: integer volume units per largest commodity.", minimum=1)
-    cpsat_splits: int = knob(1, "CP-SAT: equal pieces per commodity, each on one path.", minimum=1)
-    cpsat_paths: str = knob("ksp", "CP-SAT candidate paths: ksp (k shortest of K_n) or two_hop.",
-                            choices=("ksp", "two_hop"))
-
-
-@dataclass(frozen=True)
-class AllocCpsatParams(LinkParams, PathModelParams):
-    rings: str = knob("given", RINGS_HELP,
-                      choices=("given", "warm"))
-
-
-@dataclass(frozen=True)
-class JointMilpParams(LinkParams):
-    rings_per_group: int = knob(2, "joint: ring orders per AllReduce group (free split).", minimum=1)
-
-
-@dataclass(frozen=True)
-class JointCpsatParams(JointMilpParams, PathModelParams):
-    pass
-
-
-@dataclass(frozen=True)
-class RouteMilpParams(Params):
-    """route: routing on the instance's fixed topology."""
-
-    variant: str = knob("fractional", "route variant: fractional (LP), ksp (LP over k shortest "
-                                      "paths), unsplittable (one path each, MILP).",
-                        choices=("fractional", "ksp", "unsplittable"))
-    k_paths: int = k_paths_knob()
-    formulation: str = knob("auto", "route LP formulation: auto (circulant symmetric reduction "
-                                    "when it applies), source, per-pair, symmetric.",
-                            choices=("auto", "source", "per-pair", "symmetric"))
-    rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
-
-
-@dataclass(frozen=True)
-class RouteApproxParams(Params):
-    """route-approx: the certified (1 + epsilon)-approximate route LP."""
-
-    epsilon: float = knob(0.01, "route-approx: target certified gap (upper - lower) / upper.",
-                          positive=True, maximum=0.999)
-    formulation: str = knob("auto", "route-approx: auto (circulant reduction when it applies), "
-                                    "source (paths), symmetric.",
-                            choices=("auto", "source", "symmetric"))
-    rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
-
-
-@dataclass(frozen=True)
-class RouteCpsatParams(Params):
-    rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
-    k_paths: int = k_paths_knob()
-    cpsat_units: int = knob(10**5, "CP-SAT: integer volume units per largest commodity.", minimum=1)
-
-
-
 # -- what a method receives ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class SolveOptions:
     """Everything a method reads: ``seed``, ``solver`` limits, the method's own ``method``
-    parameters (an instance of the class its registry row names), and the inputs that are not
-    parameters: ``warm_start`` (a :class:`~topoopt_milp.result.SolveResult` to start from) and
-    ``export`` (write the model to this ``.mps`` / ``.lp`` path)."""
+    parameters (an instance of the class its spec names), and the inputs that are not
+    parameters: ``warm_start`` (a :class:`~topoopt_milp.result.SolveResult` to start from),
+    ``export`` (write the model to this ``.mps`` / ``.lp`` path) and ``run_method``, how a
+    method runs another one by name, ``run_method(instance, name, knobs, seed)`` (handed in by
+    the registry, so that no method imports it: the route LP of the ``-lp`` heuristics, the
+    start heuristics of a search)."""
 
     seed: int = 0
     solver: SolverParams = field(default_factory=SolverParams)
@@ -371,6 +196,7 @@ class SolveOptions:
     warm_start: SolveResult | None = None
     export: str | None = None
     deadline: float | None = None  # time.perf_counter() at which the time limit runs out
+    run_method: Callable[..., SolveResult] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):

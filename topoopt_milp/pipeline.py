@@ -31,8 +31,32 @@ log = logging.getLogger(__name__)
 
 def solve_checked(instance: Instance, method: str, options: SolveOptions | None = None,
                   **knobs: Any) -> SolveResult:
-    """Solve, evaluate and independently check (module docstring); knobs as in
-    :func:`topoopt_milp.registry.solve`."""
+    """Solve, evaluate and independently check (``topoopt_milp.solve``).
+
+    Parameters
+    ----------
+    instance : Instance
+        The problem instance.
+    method : str
+        A method name (``topoopt-milp methods``) or a plug-in reference
+        ``package.module:NAME``.
+    options : SolveOptions, optional
+        Seed, solver limits and method knobs; or give the knobs as keywords.
+    **knobs
+        Solver and method knobs by name (``time_limit=5``, ``rings="given"``).
+
+    Returns
+    -------
+    SolveResult
+        The result with ``metrics`` (the cost model's view of the solution) and ``features``
+        (what bound scopes need); status ``error`` with ``violations`` when the independent
+        checker rejects the solution.
+
+    Raises
+    ------
+    UnknownMethodError, ParamError, SizeError
+        As :func:`topoopt_milp.registry.solve`: before any work is done.
+    """
     return certify_solution(instance, registry.solve(instance, method, options, **knobs))
 
 

@@ -1,26 +1,16 @@
-"""Method name -> solver callable, with what each method solves and how far its bound reaches.
+"""The methods: the built-in list, the plug-ins, and the one ``solve`` entry point.
 
-Every method is a function ``solve(instance: Instance, options: SolveOptions) -> SolveResult``
-living in a heuristics or formulations module. Each row of :data:`METHODS` states
+A method is one :class:`~topoopt_milp.spec.MethodSpec`, exported by its own module (see
+:mod:`topoopt_milp.spec`). The registry holds no knowledge of any method; it is
 
-* ``problem`` -- the family whose solutions it returns (select, alloc, route, joint), which
-  fixes what "optimal" means for it (DESIGN.md section 10);
-* ``kind`` -- ``heuristic`` (no bound), ``exact`` (its bound is valid for its family's
-  problem) or ``restricted`` (its optimum and bound hold only for its own restricted model);
-* ``backend`` and the ``module:function`` implementing it; ``params``, the parameter class
-  of its knobs (:mod:`topoopt_milp.params`); ``preset``, knobs fixed by this row (the ``-lp``
-  variants of the heuristics);
-* ``scope`` -- its bound's scope in words, as ``topoopt-milp methods`` prints it; every result
-  carries its scope as data (:class:`~topoopt_milp.scope.Scope`), which the tables use;
-* ``warm_start`` -- the heuristic whose solution starts it when the caller gives none
-  (``SolverParams.auto_warm_start``). Warm starts are computed here and passed in, so no
-  formulation imports a heuristic;
-* ``max_n`` -- the largest cluster the method is meant for (``None``: the instance limit).
-  :func:`solve` refuses a larger one, and one whose estimated memory exceeds the limit, at
-  once (:func:`topoopt_milp.sizes.check`).
+* :data:`BUILTIN`, one ``"module:NAME"`` reference per built-in method (adding a method means
+  adding its module and one line here);
+* the plug-ins: every entry point of the group ``topoopt_milp.methods`` of any installed
+  package, whose value is such a reference to a spec (or to a tuple of specs); and a
+  reference given as the method name itself (``--method package.module:NAME``), loaded on use.
 
-Modules are imported only when a method is used, so listing methods costs nothing. Adding a
-method means adding its module and one row here.
+A plug-in that cannot be loaded is left out with a one-line error naming it
+(:func:`broken`); every other method still works. Specs are loaded on first use.
 """
 
 from __future__ import annotations
@@ -28,208 +18,146 @@ from __future__ import annotations
 import importlib
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from importlib.metadata import entry_points
 from typing import Any
 
-from . import params as P
 from . import sizes
 from .errors import InputError
 from .instance import Instance
 from .params import DeadlineExceeded, ParamError, SolveOptions, SolverParams
 from .result import SolveResult
+from .spec import KINDS, PROBLEMS, MethodSpec  # noqa: F401 - re-exported vocabulary
 
 log = logging.getLogger(__name__)
 
+ENTRY_POINT_GROUP = "topoopt_milp.methods"
+
+BUILTIN = (
+    "topoopt_milp.heuristics.totient:SPEC",
+    "topoopt_milp.heuristics.topology_finder:SPEC",
+    "topoopt_milp.heuristics.baselines:EXPANDER",
+    "topoopt_milp.heuristics.baselines:DEMAND_GREEDY",
+    "topoopt_milp.heuristics.baselines:RING",
+    "topoopt_milp.heuristics.baselines:TORUS",
+    "topoopt_milp.heuristics.baselines:HYPERCUBE",
+    "topoopt_milp.heuristics.totient:SPEC_LP",
+    "topoopt_milp.heuristics.topology_finder:SPEC_LP",
+    "topoopt_milp.heuristics.baselines:EXPANDER_LP",
+    "topoopt_milp.heuristics.baselines:DEMAND_GREEDY_LP",
+    "topoopt_milp.formulations.select:MILP",
+    "topoopt_milp.formulations.select:CPSAT",
+    "topoopt_milp.formulations.alloc:MILP",
+    "topoopt_milp.formulations.alloc_benders:SPEC",
+    "topoopt_milp.lower_bounds:SPEC",
+    "topoopt_milp.heuristics.alloc_alternate:SPEC",
+    "topoopt_milp.formulations.alloc:CPSAT",
+    "topoopt_milp.formulations.route:SPEC",
+    "topoopt_milp.formulations.route_approx:SPEC",
+    "topoopt_milp.formulations.route_cpsat:SPEC",
+    "topoopt_milp.formulations.joint:MILP",
+    "topoopt_milp.formulations.joint:CPSAT",
+)
+
+
 class UnknownMethodError(InputError):
-    """The method name is not in the registry."""
+    """The method name is not in the registry (or its reference cannot be loaded)."""
 
 
-KINDS = ("heuristic", "exact", "restricted")
-PROBLEMS = ("select", "alloc", "route", "joint")
+_methods: dict[str, MethodSpec] | None = None
+_broken: dict[str, str] = {}
 
 
-@dataclass(frozen=True)
-class Method:
-    name: str
-    problem: str
-    kind: str
-    backend: str  # heuristic | milp | cpsat | approx | analytic
-    target: str  # "module:function", relative to the package
-    params: type[P.Params]
-    description: str
-    scope: str = ""
-    warm_start: str | None = None
-    preset: Mapping[str, Any] = field(default_factory=dict)
-    max_n: int | None = None
-
-    def __post_init__(self) -> None:
-        assert self.kind in KINDS and self.problem in PROBLEMS, self
-
-    @property
-    def solve(self) -> Callable[[Instance, SolveOptions], SolveResult]:
-        module, func = self.target.split(":")
-        return getattr(importlib.import_module(module, __package__), func)
-
-    @property
-    def exact(self) -> bool:
-        return self.kind != "heuristic"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (sweep tasks carry it to child processes and Dask workers)."""
-        return {"name": self.name, "problem": self.problem, "kind": self.kind,
-                "backend": self.backend, "target": self.target,
-                "params": f"{self.params.__module__}:{self.params.__qualname__}",
-                "description": self.description, "scope": self.scope,
-                "warm_start": self.warm_start, "preset": dict(self.preset),
-                "max_n": self.max_n}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Method:
-        module, name = str(data["params"]).split(":")
-        params = getattr(importlib.import_module(module), name)
-        return cls(**{**dict(data), "params": params})
-
-    def options(self, knobs: Mapping[str, Any] | None = None, *, seed: int = 0,
-                warm_start: SolveResult | None = None, export: str | None = None,
-                strict: bool = True) -> SolveOptions:
-        """:class:`SolveOptions` for this method from flat ``knobs`` (solver and method knobs
-        by name). ``strict``: a knob this method does not have is an error naming it
-        (``False``: ignored, for sweeps whose ``--set`` serves several methods). A preset knob
-        cannot be overridden."""
-        knobs = dict(knobs or {})
-        clash = sorted(k for k in knobs if k in self.preset and knobs[k] != self.preset[k])
-        if clash:
-            raise ParamError(f"{clash[0]}: {self.name} fixes {clash[0]} = {self.preset[clash[0]]!r}")
-        knobs.update(self.preset)
-        solver_keys, own = set(SolverParams.names()), set(self.params.names())
-        unknown = sorted(set(knobs) - solver_keys - own)
-        if unknown and strict:
-            known = ", ".join(sorted(solver_keys | own))
-            raise ParamError(f"{unknown[0]}: not a parameter of {self.name} (known: {known})")
-        return SolveOptions(
-            seed=seed,
-            solver=SolverParams.from_mapping({k: v for k, v in knobs.items() if k in solver_keys}),
-            method=self.params.from_mapping({k: v for k, v in knobs.items() if k in own},
-                                            self.name),
-            warm_start=warm_start, export=export)
-
-
-_H = "heuristic"
-_ANY = "every topology with the port budget"
-_TOTIENT = "TotientPerms ring orders, free split"
-_ALLOC_SCOPE = f"{_ANY}; {_TOTIENT} (rings=choose; a fixed ring set otherwise); fractional routing"
-_ROUTE_SCOPE = "the instance's fixed topology and rings; fractional routing"
-
-
-def _heuristic(name, target, params, description, problem="alloc", preset=None) -> Method:
-    return Method(name, problem, _H, _H, target, params, description, preset=preset or {})
-
-
-_LP = {"routing": "lp"}
-METHODS: dict[str, Method] = {
-    m.name: m
-    for m in (
-        _heuristic("totientperms", ".heuristics.totient:solve", P.TotientParams,
-                   "TotientPerms: d/2 coprime ring jumps (SelectPermutations), coin-change routing",
-                   problem="select"),
-        _heuristic("topologyfinder", ".heuristics.topology_finder:solve", P.TopologyFinderParams,
-                   "TopologyFinder: degree split, TotientPerms for AllReduce, Blossom rounds for MP"),
-        _heuristic("expander", ".heuristics.baselines:solve_expander", P.RoutingParams,
-                   "seeded random d-regular graph (expander), shortest-path routing"),
-        _heuristic("demand-greedy", ".heuristics.baselines:solve_demand_greedy", P.RoutingParams,
-                   "OCS-style greedy: heaviest demands first, merging components, then fill ports"),
-        _heuristic("ring", ".heuristics.baselines:solve_ring", P.RoutingParams,
-                   "bidirectional ring i -- i+1 with d/2 parallel links"),
-        _heuristic("torus", ".heuristics.baselines:solve_torus", P.RoutingParams,
-                   "2-D torus (d = 4, n = a*b with a, b >= 3)"),
-        _heuristic("hypercube", ".heuristics.baselines:solve_hypercube", P.RoutingParams,
-                   "hypercube (n = 2^d)"),
-        _heuristic("totientperms-lp", ".heuristics.totient:solve", P.TotientParams,
-                   "TotientPerms' topology and rings, optimal fractional routing (route LP)",
-                   problem="select", preset=_LP),
-        _heuristic("topologyfinder-lp", ".heuristics.topology_finder:solve",
-                   P.TopologyFinderParams,
-                   "TopologyFinder's topology and rings, optimal fractional routing (route LP)",
-                   preset=_LP),
-        _heuristic("expander-lp", ".heuristics.baselines:solve_expander", P.RoutingParams,
-                   "the expander's topology and rings, optimal fractional routing", preset=_LP),
-        _heuristic("demand-greedy-lp", ".heuristics.baselines:solve_demand_greedy",
-                   P.RoutingParams,
-                   "demand-greedy's topology and rings, optimal fractional routing", preset=_LP),
-        Method("select-milp", "select", "exact", "milp", ".formulations.select:solve_milp",
-               P.SelectParams, "choose d/2 ring jumps: MILP (PuLP; HiGHS or CBC)", max_n=1024,
-               scope="circulants with jumps from the candidate set; TotientPerms ring orders "
-                     "(comm_time, rings=choose); fractional routing",
-               warm_start="totientperms"),
-        Method("select-cpsat", "select", "exact", "cpsat", ".formulations.select:solve_cpsat",
-               P.SelectCpsatParams, "choose d/2 ring jumps: CP-SAT", max_n=1024,
-               scope="diameter / total_hops: circulants with jumps from the candidate set; "
-                     "comm_time: restricted (integer flows, default rings)",
-               warm_start="totientperms"),
-        Method("alloc-milp", "alloc", "exact", "milp", ".formulations.alloc:solve_milp",
-               P.AllocMilpParams, "integer link matrix under the port budget with routing: MILP",
-               scope=_ALLOC_SCOPE, warm_start="topologyfinder", max_n=64),
-        Method("alloc-benders", "alloc", "exact", "milp", ".formulations.alloc_benders:solve",
-               P.AllocBendersParams,
-               "alloc-milp's problem by metric-inequality (Benders) decomposition: MILP master",
-               scope=_ALLOC_SCOPE, warm_start="topologyfinder", max_n=256),
-        Method("lower-bounds", "alloc", "exact", "analytic", ".bounds:solve",
-               P.LowerBoundParams,
-               "lower bounds only (no solution): port-aware hop counting, cut-sets, ideal "
-               "switch, Moore, optionally the Benders master",
-               scope=f"{_ANY}; {_TOTIENT} (rings=choose) or any ring orders; fractional "
-                     "routing"),
-        Method("alloc-alternate", "alloc", _H, "highs", ".heuristics.alloc_alternate:solve",
-               P.AllocAlternateParams,
-               "ATRO-style alternation of an exact link step and the route LP with free ring "
-               "shares, from the best heuristic (an upper bound: no bound of its own)",
-               warm_start=None),
-        Method("alloc-cpsat", "alloc", "restricted", "cpsat", ".formulations.alloc:solve_cpsat",
-               P.AllocCpsatParams,
-               "integer link matrix under the port budget with path choice: CP-SAT",
-               scope="restricted: candidate paths of K_n, pieces per commodity, integer volumes",
-               warm_start="topologyfinder", max_n=64),
-        Method("route-milp", "route", "exact", "milp", ".formulations.route:solve_milp",
-               P.RouteMilpParams,
-               "min-congestion routing on a fixed topology: LP / path LP / unsplittable MILP",
-               scope=_ROUTE_SCOPE + " (variants ksp / unsplittable: restricted)", max_n=2048),
-        Method("route-approx", "route", "exact", "approx", ".formulations.route_approx:solve",
-               P.RouteApproxParams,
-               "(1+eps)-approximate min-congestion routing on a fixed topology: path column "
-               "generation with a certified Lagrangian bound",
-               scope=_ROUTE_SCOPE),
-        Method("route-cpsat", "route", "restricted", "cpsat", ".formulations.route_cpsat:solve",
-               P.RouteCpsatParams,
-               "unsplittable min-congestion routing on a fixed topology: CP-SAT",
-               scope="restricted: one of k candidate paths per commodity", max_n=1024),
-        Method("joint-milp", "joint", "exact", "milp", ".formulations.joint:solve_milp",
-               P.JointMilpParams,
-               "links + routing + AllReduce ring orders: MILP with subtour elimination",
-               scope=f"{_ANY}; any rings_per_group ring orders per group, free split; "
-                     "fractional routing", warm_start="topologyfinder", max_n=32),
-        Method("joint-cpsat", "joint", "restricted", "cpsat", ".formulations.joint:solve_cpsat",
-               P.JointCpsatParams,
-               "links + routing + AllReduce ring orders: CP-SAT with circuit constraints",
-               scope="restricted: equal ring shares, candidate paths, integer volumes",
-               warm_start="topologyfinder", max_n=32),
-    )
-}
-
-
-def get(name: str) -> Method:
+def load_ref(ref: str) -> list[MethodSpec]:
+    """The spec(s) at ``"package.module:NAME"``, each with ``ref`` set; an
+    :class:`UnknownMethodError` naming the reference and the reason otherwise."""
+    module, sep, attr = ref.partition(":")
+    if not sep or not module or not attr:
+        raise UnknownMethodError(f"method: {ref!r} is not a reference package.module:NAME")
     try:
-        return METHODS[name]
-    except KeyError:
-        known = ", ".join(METHODS)
-        raise UnknownMethodError(f"method: unknown method {name!r} (known: {known})") from None
+        obj = getattr(importlib.import_module(module), attr)
+    except Exception as exc:  # noqa: BLE001 - a broken plug-in is reported, never fatal
+        raise UnknownMethodError(f"method: {ref} cannot be loaded: {type(exc).__name__}: "
+                                 f"{exc}".splitlines()[0]) from None
+    specs = list(obj) if isinstance(obj, tuple | list) else [obj]
+    if not specs or not all(isinstance(s, MethodSpec) for s in specs):
+        raise UnknownMethodError(f"method: {ref} is not a MethodSpec (nor a tuple of them)")
+    many = len(specs) > 1
+    return [s if s.ref else s.with_(ref=f"{ref}#{s.name}" if many else ref) for s in specs]
+
+
+def _resolve(ref: str) -> MethodSpec:
+    """One spec from a reference, ``"module:NAME"`` or ``"module:NAME#method"``."""
+    base, _, name = ref.partition("#")
+    specs = load_ref(base)
+    if name:
+        specs = [s for s in specs if s.name == name]
+        if not specs:
+            raise UnknownMethodError(f"method: {base} has no method {name!r}")
+    elif len(specs) > 1:
+        names = ", ".join(s.name for s in specs)
+        raise UnknownMethodError(f"method: {ref} holds several methods ({names}): add #NAME")
+    return specs[0].with_(ref=ref)
+
+
+def methods() -> dict[str, MethodSpec]:
+    """Every method by name: the built-in ones, then the plug-ins (loaded once)."""
+    global _methods
+    if _methods is None:
+        found: dict[str, MethodSpec] = {}
+        for ref in BUILTIN:
+            for spec in load_ref(ref):  # a broken built-in is a bug: let it raise
+                found[spec.name] = spec
+        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            try:
+                specs = load_ref(ep.value)
+            except UnknownMethodError as exc:
+                _broken[ep.name] = str(exc)
+                log.error("plug-in %s not loaded: %s", ep.name, exc)
+                continue
+            for spec in specs:
+                if spec.name in found:
+                    _broken[ep.name] = f"method {spec.name!r} is already defined"
+                    log.error("plug-in %s not loaded: method %r is already defined", ep.name,
+                              spec.name)
+                    continue
+                found[spec.name] = spec
+        _methods = found
+    return _methods
+
+
+def broken() -> dict[str, str]:
+    """Plug-ins that could not be loaded: entry-point name -> one-line reason."""
+    methods()
+    return dict(_broken)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "METHODS":  # the mapping, loaded on first use
+        return methods()
+    raise AttributeError(name)
+
+
+def get(name: str) -> MethodSpec:
+    """The spec of a method name, or of a reference ``package.module:NAME`` (loaded, and
+    kept, so a sweep's child processes resolve it the same way)."""
+    table = methods()
+    if name in table:
+        return table[name]
+    if ":" in name:
+        spec = _resolve(name)
+        table.setdefault(spec.name, spec)
+        table[name] = spec
+        return spec
+    known = ", ".join(table)
+    raise UnknownMethodError(f"method: unknown method {name!r} (known: {known})") from None
 
 
 def available(name: str) -> bool:
-    """True when the method's module can be imported."""
+    """True when the method exists and its module could be imported."""
     try:
-        get(name).solve  # noqa: B018 - importing is the check
-    except (ImportError, AttributeError):
+        get(name)
+    except UnknownMethodError:
         return False
     return True
 
@@ -237,21 +165,59 @@ def available(name: str) -> bool:
 def knob_names() -> set[str]:
     """Every knob any method (or the solver) has."""
     names = set(SolverParams.names())
-    for m in METHODS.values():
+    for m in methods().values():
         names |= set(m.params.names())
     return names
+
+
+def run_method(instance: Instance, method: str, knobs: Mapping[str, Any] | None = None,
+               seed: int = 0) -> SolveResult:
+    """Solve ``instance`` with another method by name: what the registry hands a method in
+    :attr:`SolveOptions.run_method` (a method never imports the registry)."""
+    spec = get(method)
+    return solve(instance, method, spec.options(dict(knobs or {}), seed=seed, strict=False))
 
 
 def solve(instance: Instance, method: str, options: SolveOptions | None = None, *,
           seed: int = 0, warm_start: SolveResult | None = None, export: str | None = None,
           **knobs: Any) -> SolveResult:
-    """Solve ``instance`` with the named method (no independent check; see
+    """Solve ``instance`` with the named method (no independent check: see
     :func:`topoopt_milp.pipeline.solve_checked` for that).
 
-    Either pass ``options`` or give the knobs as keywords:
-    ``solve(inst, "alloc-milp", time_limit=5, rings="given")``. When the method has a default
-    warm-start heuristic, none is given and ``auto_warm_start`` is on, the heuristic runs first
-    and its runtime is added to the result's."""
+    Parameters
+    ----------
+    instance : Instance
+        The problem instance.
+    method : str
+        A method name (``topoopt-milp methods``) or a plug-in reference
+        ``package.module:NAME``.
+    options : SolveOptions, optional
+        Seed, solver limits and the method's own parameters. Give either ``options`` or the
+        knobs as keywords: ``solve(inst, "alloc-milp", time_limit=5, rings="given")``.
+    seed, warm_start, export
+        Used when ``options`` is not given: the seed, a result to start from, and a model
+        export path (``.mps`` / ``.lp``).
+    **knobs
+        Solver and method knobs by name.
+
+    Returns
+    -------
+    SolveResult
+        Status, objective, bound and its scope, runtime, topology and routing. When the
+        method has a default warm-start heuristic, none is given and ``auto_warm_start`` is
+        on, the heuristic runs first and its runtime is added to the result's. The time limit
+        covers the whole call.
+
+    Raises
+    ------
+    UnknownMethodError
+        ``method`` is not a known method nor a loadable reference.
+    ParamError
+        A knob is unknown to the method, or has an invalid value.
+    SizeError
+        The instance is beyond the method's ``max_n`` or its memory estimate is beyond the
+        memory limit (refused before any work).
+    """
     m = get(method)
     started = time.perf_counter()
     if options is None:
@@ -262,12 +228,15 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
     if options.deadline is None and options.solver.time_limit is not None:
         # the time limit covers the whole solve: warm start, model building, solver, extraction
         options = options.with_(deadline=started + options.solver.time_limit)
+    if options.run_method is None:
+        options = options.with_(run_method=run_method)
     warm_s = 0.0
     if options.warm_start is None and m.warm_start and options.solver.auto_warm_start:
         t0 = time.perf_counter()
         heuristic = get(m.warm_start)
         try:
-            start = heuristic.solve(instance, heuristic.options(seed=options.seed))
+            start = heuristic.solve(instance, heuristic.options(seed=options.seed)
+                                    .with_(run_method=run_method))
         except ValueError as exc:  # a heuristic that cannot build a start must not stop the model
             log.warning("%s: no %s warm start: %s", method, m.warm_start, exc)
         else:

@@ -90,7 +90,17 @@ class SolveResult:
 
     @property
     def gap(self) -> float | None:
-        """``(objective - bound) / objective`` against the result's own bound."""
+        """The relative gap against the result's own bound.
+
+        Returns
+        -------
+        float or None
+            ``(objective - bound) / |objective|``; ``0`` when both are 0, ``inf`` for a zero
+            objective above a positive bound; ``None`` without objective or bound. The bound's
+            scope (:attr:`scope`) contains the solution by construction (a method drops a bound
+            that does not cover its own solution); tables measure against other bounds only
+            where :meth:`Scope.covers <topoopt_milp.scope.Scope.covers>` says so.
+        """
         if self.objective is None or self.bound is None:
             return None
         if self.objective == 0:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 TOPOLOGIES = ("any", "circulant", "fixed")
 RING_SPACES = ("any", "totient", "orders", "fixed")
 ROUTINGS = ("fractional", "restricted")
+UNKNOWN_COUNT = 2**31  # a count a stored row does not give: larger than any cap
 
 
 def topology_hash(links: np.ndarray) -> str:
@@ -107,10 +108,16 @@ class Features:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Features:
+        """The features of a stored row. A key missing (a row written by an older version)
+        takes the value that claims least: no hash, not a circulant, unbounded multiplicity
+        and orders, rings outside the TotientPerms space; so such a row is covered only by
+        the scopes that need none of it (every topology and ring order)."""
         jumps = data.get("jumps")
-        return cls(str(data["topology_hash"]), None if jumps is None else tuple(jumps),
-                   int(data["max_multiplicity"]), bool(data["rings_totient"]),
-                   int(data["orders_per_group"]), str(data["rings_hash"]))
+        return cls(str(data.get("topology_hash") or ""), None if jumps is None else tuple(jumps),
+                   int(data.get("max_multiplicity", UNKNOWN_COUNT)),
+                   bool(data.get("rings_totient", False)),
+                   int(data.get("orders_per_group", UNKNOWN_COUNT)),
+                   str(data.get("rings_hash") or ""))
 
 
 def circulant_single_jumps(links: np.ndarray) -> tuple[int, ...] | None:
@@ -152,8 +159,24 @@ class Scope:
         return {"any": 1, "circulant": 2, "fixed": 4}[self.topology]
 
     def covers(self, f: Features | None) -> bool:
-        """Whether the solution with features ``f`` lies in this scope (``None``: unknown
-        features, covered only by the widest scope)."""
+        """Whether a solution lies in this scope: the one rule behind every gap.
+
+        Parameters
+        ----------
+        f : Features or None
+            The solution's features (:meth:`Features.of`); ``None`` when unknown, covered
+            only by the widest scope (every topology, every ring order, no multiplicity cap).
+
+        Returns
+        -------
+        bool
+            ``False`` for a restricted scope (its bound holds only inside its own model);
+            otherwise ``True`` when the solution's topology is in the topology space
+            (circulant jumps among ``candidates``, the ``fixed`` topology's hash, at most
+            ``max_multiplicity`` parallel links) and its rings are in the ring space
+            (TotientPerms orders, at most ``rings_per_group`` orders per group, or the
+            ``fixed`` rings' hash).
+        """
         if self.restricted:
             return False
         if f is None:
@@ -174,13 +197,16 @@ class Scope:
     def describe(self) -> str:
         """One line for tables: ``topologies; rings; routing``."""
         topo = {"any": "every topology with the port budget",
-                "circulant": f"circulants with jumps from {_jump_text(self.candidates)}",
-                "fixed": f"the fixed topology {self.topology_hash}"}[self.topology]
+                "circulant": f"circulants with jumps from {_jump_text(self.candidates)}"
+                if self.candidates is not None else "circulants with jumps from the candidate set",
+                "fixed": f"the fixed topology {self.topology_hash}" if self.topology_hash
+                else "the instance's fixed topology"}[self.topology]
         if self.topology == "any" and self.max_multiplicity is not None:
             topo += f" (at most {self.max_multiplicity} links per pair)"
         rings = {"any": "any ring orders", "totient": "TotientPerms ring orders, free split",
                  "orders": f"any {self.rings_per_group} ring orders per group, free split",
-                 "fixed": f"fixed rings {self.rings_hash}"}[self.rings]
+                 "fixed": f"fixed rings {self.rings_hash}" if self.rings_hash
+                 else "the given rings"}[self.rings]
         routing = "fractional routing" if not self.restricted else f"restricted: {self.detail}"
         return f"{topo}; {rings}; {routing}"
 

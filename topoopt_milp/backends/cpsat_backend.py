@@ -25,12 +25,14 @@ import logging
 import math
 import threading
 from importlib import metadata
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from ..params import ParamError, SolveOptions
 from ..result import Status
 from .pulp_backend import BackendOutcome
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,7 @@ def solve_cpsat(
     (``random_seed``) and ``mip_gap`` (``relative_gap_limit``). ``hint`` maps variables (or
     their names) to values; it becomes a solution hint. ``options.export`` ending in ``.pb`` or
     ``.txt`` writes the model proto there."""
+    from ortools.sat.python import cp_model  # lazily: 0.5 s to import
     if hint:
         model.ClearHints()
         by_name = None
@@ -139,6 +142,7 @@ def _vars_by_name(model: cp_model.CpModel) -> dict[str, cp_model.IntVar]:
 def _cpsat_status(code, solver: cp_model.CpSolver, model: cp_model.CpModel,
                   has_objective: bool) -> tuple[Status, str]:
     """The one place CP-SAT statuses become :class:`Status`."""
+    from ortools.sat.python import cp_model  # lazily: 0.5 s to import
     name = solver.StatusName(code)
     if code == cp_model.OPTIMAL:
         return Status.OPTIMAL, name

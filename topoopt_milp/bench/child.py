@@ -75,7 +75,7 @@ class Task:
     instance: dict[str, Any]  # the topoopt-instance/1 object (workers may not share files)
     instance_path: str | None
     family: str
-    method: dict[str, Any]  # registry entry (registry.Method.to_dict)
+    method: dict[str, Any]  # runner.method_record: name, problem, kind, backend, ref
     params: dict[str, Any]  # SolveOptions.as_params(): the method's flat knobs (seed excluded)
     seed: int
     hard_limit_s: float
@@ -264,11 +264,11 @@ def child_main(stdin: TextIO, result_out: TextIO) -> int:
     """Body of the child process: read the task, :func:`solve_record`, write one JSON line."""
     task = json.loads(stdin.read())
     m = task["method"]
-    # The task carries the method's registry entry: a method registered at run time in the
-    # parent (plugins, tests) resolves here too, through the same registry.solve entry point.
-    if m["name"] not in registry.METHODS:
-        registry.METHODS[m["name"]] = registry.Method.from_dict(m)
+    # The task names the method and where its spec is loaded from: a plug-in given by
+    # reference in the parent resolves here too, through the same registry.solve entry point.
     try:
+        if m["name"] not in registry.METHODS and m.get("ref"):
+            registry.METHODS[m["name"]] = registry.get(m["ref"])
         instance = Instance.from_dict(task["instance"])
         options = registry.get(m["name"]).options(task["params"], seed=int(task["seed"]))
     except Exception as exc:  # noqa: BLE001

@@ -170,6 +170,13 @@ def make_options(method: str, seed: int, time_limit: float | None,
     return registry.get(method).options(knobs, seed=seed, strict=False)
 
 
+def method_record(spec) -> dict[str, Any]:
+    """What a task carries of its method: the columns of its run record and where a child
+    process loads its spec from (``ref``)."""
+    return {"name": spec.name, "problem": spec.problem, "kind": spec.kind,
+            "backend": spec.backend, "ref": spec.ref}
+
+
 def hard_limit_for(
     time_limit: float | None, factor: float = HARD_FACTOR, slack: float = HARD_SLACK_S
 ) -> float:
@@ -211,7 +218,7 @@ def build_tasks(
                 params = make_options(m.name, s, time_limit, settings).as_params()
                 tasks.append(Task(
                     run_key=run_key(ihash, m.name, params, s, fam), instance=data,
-                    instance_path=shown, family=fam, method=m.to_dict(),
+                    instance_path=shown, family=fam, method=method_record(m),
                     params=params, seed=s, hard_limit_s=hard, instance_hash=ihash,
                     input_error=found.error,
                 ))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 
@@ -11,9 +10,9 @@ import click
 from .. import registry
 from ..bench.store import load_runs
 from ..instance import Instance
-from ..params import ParamError
+from ..params import ParamError, SolverParams
 from . import main
-from .options import cores, deprecated_alias, jobs_option
+from .options import cores, deprecated_alias, jobs_option, knob_options, settings_from
 
 log = logging.getLogger(__name__)
 
@@ -27,26 +26,12 @@ def _methods(text: str) -> list[str]:
     return names
 
 
-def settings_from(pairs: tuple[str, ...]) -> dict:
-    """``--set KEY=VALUE`` pairs as knobs (values parsed as JSON when they are JSON)."""
-    out = {}
-    for p in pairs:
-        if "=" not in p:
-            raise click.BadParameter(f"expected KEY=VALUE, got {p!r}", param_hint="--set")
-        key, value = p.split("=", 1)
-        try:
-            out[key.strip()] = json.loads(value)  # numbers, true/false, null
-        except json.JSONDecodeError:
-            out[key.strip()] = value  # plain strings: --set variant=ksp
-    return out
-
-
 @main.command()
 @click.argument("instances", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--methods", "-m", "methods_text", required=True,
               help="Comma-separated method names (see `topoopt-milp methods`).")
-@click.option("--time-limit", type=float, default=60.0, show_default=True,
-              help="Solver time limit per run [s] (passed to every method).")
+@knob_options([SolverParams], only=("time_limit",), prefix="Per run (every method): ",
+              defaults={"time_limit": 60.0})
 @click.option("--num-seeds", type=click.IntRange(min=1), default=None,
               help="Run K seeds, 0..K-1, for every (instance, method) [default: 1].")
 @click.option("--seeds", "old_seeds", type=click.IntRange(min=1), default=None, hidden=True)
@@ -204,8 +189,8 @@ def report(stores, outdir, figure_formats, families, methods_filter, bound_metho
 @main.command()
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(dir_okay=False))
 @click.option("--methods", "-m", "methods_text", required=True, help="Comma-separated method names.")
-@click.option("--time-limit", type=float, default=60.0, show_default=True,
-              help="Solver time limit per method [s].")
+@knob_options([SolverParams], only=("time_limit",), prefix="Per method: ",
+              defaults={"time_limit": 60.0})
 @click.option("--seed", default=0, show_default=True, help="Random seed of every method.")
 @click.option("--threads", type=int, default=1, show_default=True, help="Solver threads.")
 @click.option("--set", "set_pairs", multiple=True, metavar="KEY=VALUE", help="Further solve option.")

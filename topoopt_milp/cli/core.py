@@ -23,7 +23,7 @@ from ..result import (
     write_solution,
 )
 from . import main
-from .options import deprecated_alias, given, knob_options
+from .options import deprecated_alias, given, knob_options, settings_from
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,9 @@ def methods() -> None:
     click.echo(f"{'method':<18} {'problem':<8} {'kind':<11} {'backend':<10} description")
     for m in registry.METHODS.values():
         click.echo(f"{m.name:<18} {m.problem:<8} {m.kind:<11} {m.backend:<10} {m.description}")
-        if m.scope:
-            click.echo(f"{'':<18} {'':<8} {'':<11} {'':<10} bound scope: {m.scope}")
+        scope = m.scope_text()  # the spec's scope rule: the same one its results carry
+        if scope:
+            click.echo(f"{'':<18} {'':<8} {'':<11} {'':<10} bound scope: {scope}")
 
 
 def load_instance(path: str, fmt: str = "json", capacity: str = "file") -> Instance:
@@ -130,7 +131,9 @@ _OWNERS = {cls: ", ".join(m.name for m in registry.METHODS.values() if m.params 
 
 @main.command()
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(dir_okay=False))
-@click.option("--method", "-m", required=True, help="Method name (see `topoopt-milp methods`).")
+@click.option("--method", "-m", required=True,
+              help="Method name (see `topoopt-milp methods`), or a plug-in's spec given as "
+                   "package.module:NAME (loaded without installing it).")
 @click.option("--seed", default=0, show_default=True, help="Random seed (ties, expanders, solvers).")
 @knob_options(_KNOB_CLASSES, owners=_OWNERS)
 @click.option("--topology", "topology_path", type=click.Path(dir_okay=False), default=None,
@@ -146,10 +149,12 @@ _OWNERS = {cls: ", ".join(m.name for m in registry.METHODS.values() if m.params 
               hidden=True)
 @click.option("--capacity", type=click.Choice(["file", "unit"]), default="file",
               show_default=True, help="SNDlib: installed link capacities or unit capacities.")
+@click.option("--set", "set_pairs", multiple=True, metavar="KEY=VALUE",
+              help="A knob given by name (e.g. the knobs of a plug-in method).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
               help="Where to write the solution JSON.")
 def solve(instance_path, method, seed, topology_path, warm_start, export_path, fmt, old_fmt,
-          capacity, out, **knobs) -> None:
+          capacity, set_pairs, out, **knobs) -> None:
     """Solve INSTANCE with one method; write, re-check and summarise the solution.
 
     Every knob of the method's parameter class and of the solver is an option (unknown ones
@@ -157,7 +162,7 @@ def solve(instance_path, method, seed, topology_path, warm_start, export_path, f
     checker, and a violation makes the status `error` (exit code 1)."""
     fmt = deprecated_alias("--format", "--input-format", old_fmt, fmt, default="json")
     instance = load_instance(instance_path, fmt, capacity)
-    knobs = given(knobs)
+    knobs = {**given(knobs), **settings_from(set_pairs)}
     m = registry.get(method)
     if topology_path is not None:
         instance = fixed_instance(instance, topology_path, knobs.get("rings"), instance_path)
@@ -206,9 +211,9 @@ def _print_metrics(metrics: dict) -> None:
               help="Also route SOL's topology (with its own rings) near-optimally: approx = "
                    "route-approx, a certified (1+eps)-approximation for any size; lp = "
                    "route-milp's exact LP (practical to n ~ 128 on 2 cores).")
-@click.option("--epsilon", type=float, default=None,
-              help="--routing approx: target certified gap [default: 0.01].")
-@click.option("--time-limit", type=float, default=None, help="--routing: time limit [s].")
+@knob_options([registry.get("route-approx").params], only=("epsilon",),
+              prefix="--routing approx: ")
+@knob_options([SolverParams], only=("time_limit",), prefix="--routing: ")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
               help="--routing: write the re-routed solution here.")
 def evaluate_cmd(instance_path, solution_path, fmt, old_json, routing, epsilon, time_limit,

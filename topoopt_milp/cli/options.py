@@ -10,6 +10,7 @@ were not given stay ``None`` and are left out, so each method uses its own defau
 
 from __future__ import annotations
 
+import json
 import os
 import typing
 from collections.abc import Callable, Iterable
@@ -43,15 +44,21 @@ def parse_knob(value):
 
 
 def knob_options(classes: Iterable[type[Params]], skip: Iterable[str] = (),
-                 owners: dict[type[Params], str] | None = None) -> Callable:
+                 owners: dict[type[Params], str] | None = None,
+                 only: Iterable[str] | None = None, prefix: str = "",
+                 defaults: dict[str, object] | None = None) -> Callable:
     """A decorator adding one click option per knob of ``classes`` (union by name, in
-    declaration order), except the names in ``skip``. ``owners`` names, per class, who uses
-    it (for the help text of knobs whose default differs between classes)."""
+    declaration order), except the names in ``skip`` (or only those in ``only``). ``owners``
+    names, per class, who uses it (for the help text of knobs whose default differs between
+    classes); ``prefix`` goes before each help text (``"--routing: "``); ``defaults``
+    overrides the default of a knob for this command (``bench``'s 60 s time limit)."""
     fields: dict[str, list] = {}
+    only = None if only is None else set(only)
     for cls in classes:
         hints = typing.get_type_hints(cls)
         for f in cls.knobs():
-            if f.name in skip or f.metadata.get("cli") is False:
+            if f.name in skip or f.metadata.get("cli") is False or (
+                    only is not None and f.name not in only):
                 continue
             fields.setdefault(f.name, []).append((cls, f, hints[f.name]))
 
@@ -62,20 +69,24 @@ def knob_options(classes: Iterable[type[Params]], skip: Iterable[str] = (),
             choices = []
             for _, g, _ in entries:
                 choices += [c for c in (g.metadata.get("choices") or ()) if c not in choices]
-            defaults = {repr(g.default): cls for cls, g, _ in entries}
-            if len(defaults) == 1:
-                default_text = f"default: {next(iter(defaults))}"
+            own = (defaults or {}).get(name)
+            given_defaults = {repr(g.default): cls for cls, g, _ in entries}
+            if own is not None:
+                default_text = f"default: {own!r}"
+            elif len(given_defaults) == 1:
+                default_text = f"default: {next(iter(given_defaults))}"
             else:
                 default_text = "default: " + "; ".join(
-                    f"{d} ({(owners or {}).get(cls, cls.__name__)})" for d, cls in defaults.items())
+                    f"{d} ({(owners or {}).get(cls, cls.__name__)})"
+                    for d, cls in given_defaults.items())
             flag = meta.get("flag") or "--" + name.replace("_", "-")
             kind = _option_type(hint, choices)
-            help_text = f"{meta.get('help', '')} [{default_text}]"
+            help_text = f"{prefix}{meta.get('help', '')} [{default_text}]"
             if kind is bool:
-                func = click.option(f"{flag}/--no-{flag[2:]}", name, default=None,
+                func = click.option(f"{flag}/--no-{flag[2:]}", name, default=own,
                                     help=help_text)(func)
             else:
-                func = click.option(flag, name, type=kind, default=None, help=help_text,
+                func = click.option(flag, name, type=kind, default=own, help=help_text,
                                     metavar=None if kind is not None else "WORD|INT")(func)
         return func
 
@@ -111,3 +122,17 @@ def deprecated_alias(old: str, new: str, value, new_value, default=None):
         raise click.UsageError(f"{old} is the old spelling of {new}: give one of them")
     click.echo(f"note: {old} is now spelled {new}", err=True)
     return value
+
+
+def settings_from(pairs: tuple[str, ...]) -> dict:
+    """``--set KEY=VALUE`` pairs as knobs (values parsed as JSON when they are JSON)."""
+    out = {}
+    for p in pairs:
+        if "=" not in p:
+            raise click.BadParameter(f"expected KEY=VALUE, got {p!r}", param_hint="--set")
+        key, value = p.split("=", 1)
+        try:
+            out[key.strip()] = json.loads(value)  # numbers, true/false, null
+        except json.JSONDecodeError:
+            out[key.strip()] = value  # plain strings: --set variant=ksp
+    return out

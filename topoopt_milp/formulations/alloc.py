@@ -73,27 +73,71 @@ import logging
 import math
 import time
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import combinations, permutations
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pulp
-from ortools.sat.python import cp_model
 
 from ..backends.cpsat_backend import solve_cpsat as _run_cpsat
 from ..backends.pulp_backend import solve_pulp
 from ..circulant import totient_orders
 from ..instance import Instance
-from ..params import ParamError, SolveOptions
+from ..params import (
+    RINGS_HELP,
+    ParamError,
+    Params,
+    SolveOptions,
+    k_paths_knob,
+    knob,
+    max_multiplicity_knob,
+)
 from ..result import SolveResult, Status
 from ..scope import Scope, ring_scope
+from ..sizes import Estimate, traffic_counts
+from ..spec import MethodSpec
 from ..topology import Ring, Topology, default_rings
 from . import _exact
 from ._exact import expr_value, normalise_shares
 from .certify import certify, warm_incumbent, warm_topology
 from .flow_paths import decompose_flow
 
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LinkParams(Params):
+    """Integer link matrices (alloc, joint)."""
+
+    max_multiplicity: int | None = max_multiplicity_knob()
+    symmetry: bool = knob(True, "Add valid symmetry-breaking constraints.")
+
+
+@dataclass(frozen=True)
+class AllocMilpParams(LinkParams):
+    rings: str = knob("choose", RINGS_HELP,
+                      choices=("choose", "given", "warm"))
+
+
+@dataclass(frozen=True)
+class PathModelParams(Params):
+    """CP-SAT link + path-choice models (alloc-cpsat, joint-cpsat)."""
+
+    k_paths: int = k_paths_knob()
+    cpsat_units: int = knob(10**6, "CP-SAT: integer volume units per largest commodity.", minimum=1)
+    cpsat_splits: int = knob(1, "CP-SAT: equal pieces per commodity, each on one path.", minimum=1)
+    cpsat_paths: str = knob("ksp", "CP-SAT candidate paths: ksp (k shortest of K_n) or two_hop.",
+                            choices=("ksp", "two_hop"))
+
+
+@dataclass(frozen=True)
+class AllocCpsatParams(LinkParams, PathModelParams):
+    rings: str = knob("given", RINGS_HELP,
+                      choices=("given", "warm"))
 
 
 # -- building blocks shared with the joint family -------------------------------------------------
@@ -182,11 +226,31 @@ def link_cap(instance: Instance, options: SolveOptions) -> int:
     return instance.degree if cap is None else int(cap)
 
 
-def link_scope(instance: Instance, options: SolveOptions, ring_args: dict, **more) -> Scope:
-    """Scope of a link-allocation model: every topology (capped multiplicity if below ``d``)."""
-    cap = link_cap(instance, options)
-    return Scope(topology="any", max_multiplicity=cap if cap < instance.degree else None,
-                 **ring_args, **more)
+def link_scope(instance: Instance | None, options: SolveOptions, ring_args: dict,
+               **more) -> Scope:
+    """Scope of a link-allocation model: every topology (capped multiplicity if below ``d``;
+    ``instance=None``: the cap as given)."""
+    if instance is None:
+        cap = options.method.max_multiplicity
+    else:
+        cap = link_cap(instance, options)
+        cap = cap if cap < instance.degree else None
+    return Scope(topology="any", max_multiplicity=cap, **ring_args, **more)
+
+
+def milp_scope(instance: Instance | None, options: SolveOptions) -> Scope:
+    """alloc-milp's scope: every topology with the port budget; ``rings=choose`` the
+    TotientPerms orders with a free split, otherwise the fixed ring set (the default rings,
+    or the warm start's); fractional routing. A result states its own (with its ring set)."""
+    mode = options.method.rings
+    if mode == "choose":
+        return link_scope(instance, options, ring_scope("choose"))
+    rings = None
+    if instance is not None:
+        ws = options.warm_start
+        rings = ws.routing.rings if mode == "warm" and ws is not None and ws.routing else \
+            default_rings(instance)
+    return link_scope(instance, options, ring_scope("given", rings))
 
 
 # -- MILP ---------------------------------------------------------------------------------------------
@@ -444,6 +508,7 @@ def lcm_upto(cap: int) -> int:
 
 def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     """Integer links + one path per commodity pair among candidate paths: CP-SAT."""
+    from ortools.sat.python import cp_model  # lazily: 0.5 s to import
     t0 = time.perf_counter()
     n, d = instance.n, instance.degree
     cap = link_cap(instance, options)
@@ -469,3 +534,36 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     return certify("alloc-cpsat", instance, options, out, topo, routing,
                    scope=path_model_scope(instance, options, scale), runtime=runtime, bound=bound,
                    exact_model=exact, scale=scale)
+
+
+def milp_memory(instance: Instance, options: SolveOptions, ring_vars: float = 0.0) -> Estimate:
+    """alloc-milp (and joint-milp, with ``ring_vars`` ring variables): source-aggregated flows
+    on ``K_n``, ``S (n-1)^2``, about three nonzeros per flow variable."""
+    t = traffic_counts(instance)
+    flows = t.sources * (instance.n - 1) ** 2
+    return Estimate.model(3.0 * flows + 10.0 * ring_vars, "milp",
+                          f"its S (n-1)^2 = {flows:.3g} flow variables (S = {t.sources} sources)")
+
+
+def cpsat_memory(instance: Instance, options: SolveOptions, free_rings: bool = False) -> Estimate:
+    """alloc-cpsat (joint-cpsat: ``free_rings``, every ordered pair of a group): ``k`` paths of
+    at most 3 hops per pair plus ``(d + 2)`` value indicators per node pair."""
+    n, p, t = instance.n, options.method, traffic_counts(instance)
+    pairs = t.free_pairs if free_rings else t.pairs
+    paths = pairs * (2 * n - 3 if p.cpsat_paths == "two_hop" else p.k_paths) * p.cpsat_splits
+    links = n * (n - 1) / 2 * (instance.degree + 2)
+    arcs = n * (n - 1)  # one load row per arc (with the value indicators of its link)
+    return Estimate.model(4.0 * paths + 3.0 * links + 2.0 * arcs, "cpsat",
+                          f"{paths:.3g} path choices ({pairs} pairs) and {links:.3g} "
+                          "link-value indicators")
+
+
+MILP = MethodSpec(
+    "alloc-milp", "alloc", "exact", "milp", AllocMilpParams, solve_milp,
+    "integer link matrix under the port budget with routing: MILP", scope=milp_scope,
+    memory=milp_memory, max_n=64, warm_start="topologyfinder")
+CPSAT = MethodSpec(
+    "alloc-cpsat", "alloc", "restricted", "cpsat", AllocCpsatParams, solve_cpsat,
+    "integer link matrix under the port budget with path choice: CP-SAT",
+    scope=lambda i, o: path_model_scope(i, o), memory=cpsat_memory, max_n=64,
+    warm_start="topologyfinder")

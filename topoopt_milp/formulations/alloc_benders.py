@@ -85,11 +85,14 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 from .. import bounds
 from ..backends.pulp_backend import BackendOutcome, MatrixModel, highs_lp, highs_version, new_highs
 from ..instance import Instance
-from ..params import SolveOptions
+from ..params import SolveOptions, knob
 from ..result import SolveResult, Status
 from ..scope import Scope, ring_scope
+from ..sizes import Estimate, traffic_counts
+from ..spec import MethodSpec
 from ..topology import Ring, Topology
 from . import _exact
+from .alloc import LinkParams
 from .benders_master import (
     Layout,
     Problem,
@@ -108,7 +111,7 @@ from .flow_paths import decompose_flow
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Config", "Problem", "RouteEval", "benders", "max_lambda", "problem_of", "solve"]
+__all__ = ["AllocBendersParams", "Problem", "RouteEval", "benders", "max_lambda", "problem_of", "solve"]
 
 INF = math.inf
 FEAS_TOL = 1e-6  # relative: a master lambda within this of lambda_max(x) is feasible
@@ -243,19 +246,20 @@ class BendersOutcome:
 
 
 @dataclass(frozen=True)
-class Config:
-    """Tuning of the loop: violated cuts collected before a master solve is interrupted,
-    symmetry breaking, the two-hop rows, the dual used for cuts (``simplex`` / ``ipm``) and
-    HiGHS's ``mip_heuristic_effort`` for the master (incumbents come from the separation)."""
+class AllocBendersParams(LinkParams):
+    """alloc-benders: the metric-inequality decomposition's loop (see its module)."""
 
-    cuts_per_round: int = 1
-    symmetry: bool = True
-    hop_rows: bool | None = None  # None: on when n > HOP_ROWS_MIN_N (measured: see below)
-    duals: str | None = None  # None: simplex up to n = 32, interior point above
-    heuristic_effort: float = 0.05
-    # a master solve runs at least this fraction of the elapsed time; None: 0.5 with the
-    # two-hop rows, 0 without (their master solves are fast: iterate quickly)
-    round_frac: float | None = None
+    cuts_per_round: int = knob(1, "alloc-benders: violated cuts collected before a master "
+                                  "solve is interrupted.", minimum=1)
+    hop_rows: bool | None = knob(None, "alloc-benders: two-hop counting rows in the master "
+                                       "(default: on above n = 8).")
+    duals: str | None = knob(None, "alloc-benders: LP dual for the cuts (default: simplex up "
+                                   "to n = 32, ipm above).", choices=("simplex", "ipm"))
+    heuristic_effort: float = knob(0.05, "alloc-benders: HiGHS mip_heuristic_effort of the "
+                                         "master.", minimum=0, maximum=1)
+    round_frac: float | None = knob(None, "alloc-benders: share of the elapsed time a master "
+                                          "solve runs before it is interrupted for its cuts.",
+                                    minimum=0, maximum=1)
 
 
 # Measured (mixed traffic, d = 4, 2 shared cores): at n = 8 the master without the two-hop rows
@@ -272,7 +276,7 @@ HOP_ROWS_MIN_N = 8
 
 
 def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads: int = 1,
-            warm: Sequence[np.ndarray] = (), config: Config = Config(), seed: int = 0,
+            warm: Sequence[np.ndarray] = (), config: AllocBendersParams | None = None, seed: int = 0,
             log_cb: Callable[[str], None] | None = None, upper: float = 1.0) -> BendersOutcome:
     """Run the decomposition (module docstring) for at most ``time_limit`` seconds.
 
@@ -280,6 +284,7 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
     the first incumbent. ``upper``: a known valid upper bound on ``lambda`` (e.g. from a lower
     bound on the time of :mod:`topoopt_milp.bounds` in the same scope); it bounds the master's
     ``lambda`` and is the bound until a master solve does better."""
+    config = config or AllocBendersParams()
     cuts_per_round = config.cuts_per_round
     hop_rows = P.n > HOP_ROWS_MIN_N if config.hop_rows is None else config.hop_rows
     duals = config.duals or ("simplex" if P.n <= 32 else "ipm")
@@ -479,7 +484,7 @@ def routing_of(instance: Instance, P: Problem, L: np.ndarray, ev: RouteEval, see
 
 def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     """``alloc-benders``: the time limit (default 60 s), ``threads``, ``mip_gap``, the warm
-    start and the :class:`~topoopt_milp.params.AllocBendersParams` knobs. Its scope is
+    start and the :class:`AllocBendersParams` knobs. Its scope is
     alloc-milp's: every topology with the port budget, the TotientPerms ring orders with a
     free split, fractional routing."""
     t0 = time.perf_counter()
@@ -492,10 +497,8 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     # the cheap bounds of the same scope (TotientPerms orders, any topology) start the bound
     lb = max(bounds.port_hop_bound(instance, "totient"), bounds.cut_bound(instance, "totient"))
     upper = P.sec_per_unit / lb if lb > 0 else 1.0
-    config = Config(p.cuts_per_round, p.symmetry, p.hop_rows, p.duals, p.heuristic_effort,
-                    p.round_frac)
     out = benders(P, max(limit - (time.perf_counter() - t0), 0.01), options.solver.mip_gap,
-                  options.solver.threads, [np.asarray(r.topology.links) for r in warm], config,
+                  options.solver.threads, [np.asarray(r.topology.links) for r in warm], p,
                   options.seed, log.info if options.solver.solver_log else None, upper)
     runtime = time.perf_counter() - t0
     status = Status.OPTIMAL if out.optimal else (
@@ -522,3 +525,35 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     return certify("alloc-benders", instance, options, outcome, topo, routing, scope=scope,
                    runtime=runtime, bound=bound_s, model_objective=P.sec_per_unit / out.best.lam,
                    notes=["rings=choose"], info=info)
+
+
+def master_bound(instance: Instance, time_limit: float = 60.0) -> float:
+    """The master's dual bound after ``time_limit`` seconds, without warm start or separation
+    beyond what fits in the time. The master is a relaxation of the alloc-milp problem (every
+    row is a valid inequality), so its dual bound on ``lambda`` after any time gives
+    ``T >= V / (B lambda_bound)``; scope: every topology, TotientPerms orders, free split."""
+    P = problem_of(instance)
+    out = benders(P, time_limit=time_limit)
+    return P.sec_per_unit / out.bound if out.bound > 0 else math.inf
+
+
+def memory(instance: Instance, options: SolveOptions) -> Estimate:
+    """The master's one integer per node pair (plus its cuts) and the route LP of a
+    ``d``-regular topology: ``S`` source-aggregated flows over its ``n d`` arcs."""
+    n = instance.n
+    flows = traffic_counts(instance).sources * n * instance.degree
+    return Estimate.model(3.0 * flows + 2.0 * n * n, "milp",
+                          f"its route LP's S n d = {flows:.3g} arc flows and {n * n} link "
+                          "variables")
+
+
+def _scope(instance, options):
+    from .alloc import link_scope
+
+    return link_scope(instance, options, ring_scope("choose"))
+
+
+SPEC = MethodSpec(
+    "alloc-benders", "alloc", "exact", "milp", AllocBendersParams, solve,
+    "alloc-milp's problem by metric-inequality (Benders) decomposition: MILP master",
+    scope=_scope, memory=memory, max_n=256, warm_start="topologyfinder")

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import params as P
 from ..evaluate import arc_loads, congestion, lower_bound, objective_value, unroutable
 from ..instance import Instance
 from ..params import SolveOptions
@@ -158,26 +157,19 @@ def _result(method, options, outcome, status, obj, bound, runtime, kind, scale, 
 
 
 def out_of_time(backend: str, instance: Instance, options: SolveOptions, reason: str,
-                runtime: float) -> SolveResult:
+                runtime: float, fallback: tuple[Topology, Routing] | None = None) -> SolveResult:
     """The result of a method whose time limit ran out before its solver started (model
-    building): the warm start's solution (route models: shortest paths on the fixed
-    topology) with status ``feasible`` and the analytic bound (valid for every solution), or
-    ``no_solution`` without either."""
+    building): the warm start's solution, else ``fallback`` (a route model's shortest paths
+    on its fixed topology) with status ``feasible`` and the analytic bound (valid for every
+    solution), or ``no_solution`` without either."""
     from ..backends.pulp_backend import BackendOutcome
     from ..scope import ANALYTIC
 
     ws = options.warm_start
-    fallback = None
     if ws is not None and ws.topology is not None and ws.routing is not None \
             and ws.topology.n == instance.n:
         fallback = (ws.topology, ws.routing)
-    elif instance.topology is not None and isinstance(
-            options.method, (P.RouteMilpParams, P.RouteApproxParams, P.RouteCpsatParams)):
-        # a route model: shortest paths on the fixed topology are always an incumbent
-        from .route import build_problem
-
-        prob = build_problem(instance, options)
-        fallback = shortest_paths(instance, prob.topology, prob.rings, options.seed)
+    elif fallback is not None:
         reason += "; incumbent: shortest paths"
     outcome = BackendOutcome(Status.NO_SOLUTION, None, None, runtime, backend, "", {}, reason)
     return certify("?", instance, options, outcome, None, None, scope=ANALYTIC,

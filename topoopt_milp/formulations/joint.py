@@ -56,27 +56,33 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from itertools import combinations, permutations
 
 import numpy as np
 import pulp
-from ortools.sat.python import cp_model
 
 from ..backends.pulp_backend import solve_pulp
 from ..instance import Instance
-from ..params import SolveOptions
+from ..params import SolveOptions, knob
 from ..result import SolveResult
 from ..scope import ring_scope
+from ..sizes import Estimate
+from ..spec import MethodSpec
 from ..topology import Ring, Topology, default_rings
 from . import _exact
 from .alloc import (
+    LinkParams,
+    PathModelParams,
     candidate_paths,
     chosen_paths,
+    cpsat_memory,
     flow_vars_milp,
     link_cap,
     link_scope,
     link_vars_cpsat,
     link_vars_milp,
+    milp_memory,
     path_model_scope,
     solve_link_paths_cpsat,
     throughput_bound,
@@ -88,6 +94,16 @@ from .flow_paths import decompose_flow
 log = logging.getLogger(__name__)
 
 MAX_N_WARNING = 8
+
+
+@dataclass(frozen=True)
+class JointMilpParams(LinkParams):
+    rings_per_group: int = knob(2, "joint: ring orders per AllReduce group (free split).", minimum=1)
+
+
+@dataclass(frozen=True)
+class JointCpsatParams(JointMilpParams, PathModelParams):
+    pass
 
 
 def _free_groups(instance: Instance) -> list[int]:
@@ -214,7 +230,7 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     out = throughput_outcome(solve_pulp(prob, options, start))
     runtime = time.perf_counter() - t0
     R = options.method.rings_per_group
-    scope = link_scope(instance, options, ring_scope("orders", rings_per_group=R))
+    scope = milp_scope(instance, options)
     spu = _exact.seconds_per_unit(instance)
     fallback = warm_incumbent(instance, options, default_rings(instance), cap)
     if not out.status.has_solution:
@@ -247,6 +263,7 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
 
 def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     """Links + ring orders (AddCircuit) + one candidate path per commodity: CP-SAT."""
+    from ortools.sat.python import cp_model  # lazily: 0.5 s to import
     t0 = time.perf_counter()
     n, d = instance.n, instance.degree
     cap = link_cap(instance, options)
@@ -326,3 +343,29 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
                                           f"{R} ring order(s) per group at equal shares"),
                    runtime=runtime, bound=bound, exact_model=exact, scale=scale,
                    notes=["rings by AddCircuit"])
+
+
+def milp_scope(instance: Instance | None, options: SolveOptions):
+    """joint-milp: every topology with the port budget; any ``rings_per_group`` ring orders
+    per group, free split; fractional routing."""
+    return link_scope(instance, options,
+                      ring_scope("orders", rings_per_group=options.method.rings_per_group))
+
+
+def _milp_memory(instance: Instance, options: SolveOptions) -> Estimate:
+    R = options.method.rings_per_group
+    rings = sum(R * len(g.members) ** 2 for g in instance.allreduce if g.bytes > 0)
+    return milp_memory(instance, options, rings)
+
+
+MILP = MethodSpec(
+    "joint-milp", "joint", "exact", "milp", JointMilpParams, solve_milp,
+    "links + routing + AllReduce ring orders: MILP with subtour elimination",
+    scope=milp_scope, memory=_milp_memory, max_n=32, warm_start="topologyfinder")
+CPSAT = MethodSpec(
+    "joint-cpsat", "joint", "restricted", "cpsat", JointCpsatParams, solve_cpsat,
+    "links + routing + AllReduce ring orders: CP-SAT with circuit constraints",
+    scope=lambda i, o: path_model_scope(i, o, None, f"{o.method.rings_per_group} ring order(s) "
+                                                    "per group at equal shares"),
+    memory=lambda i, o: cpsat_memory(i, o, free_rings=True), max_n=32,
+    warm_start="topologyfinder")

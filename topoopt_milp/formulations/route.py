@@ -81,9 +81,11 @@ from ..backends.pulp_backend import MatrixModel, solve_model
 from ..circulant import circulant_jumps
 from ..errors import InputError
 from ..instance import Instance
-from ..params import SolveOptions
+from ..params import RINGS_HELP, DeadlineExceeded, Params, SolveOptions, k_paths_knob, knob
 from ..result import SolveResult
 from ..scope import Scope, ring_scope, topology_hash
+from ..sizes import Estimate, traffic_counts
+from ..spec import MethodSpec
 from ..topology import (
     Commodity,
     Path,
@@ -98,10 +100,80 @@ from ..topology import (
     rings_along_jumps,
 )
 from . import _exact
-from .certify import certify, shortest_paths
+from .certify import certify, out_of_time, shortest_paths
 from .flow_paths import decompose_flow
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RouteMilpParams(Params):
+    """route: routing on the instance's fixed topology."""
+
+    variant: str = knob("fractional", "route variant: fractional (LP), ksp (LP over k shortest "
+                                      "paths), unsplittable (one path each, MILP).",
+                        choices=("fractional", "ksp", "unsplittable"))
+    k_paths: int = k_paths_knob()
+    formulation: str = knob("auto", "route LP formulation: auto (circulant symmetric reduction "
+                                    "when it applies), source, per-pair, symmetric.",
+                            choices=("auto", "source", "per-pair", "symmetric"))
+    rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
+
+
+def bound_scope(instance: Instance | None, options: SolveOptions,
+                restricted: str | None = None) -> Scope:
+    """The route family's scope: the instance's fixed topology and rings (``instance=None``:
+    unnamed); fractional routing, or ``restricted`` (the path restriction of the ksp /
+    unsplittable / CP-SAT models)."""
+    if restricted is None and getattr(options.method, "variant", "fractional") != "fractional":
+        restricted = f"{options.method.variant} over {options.method.k_paths} paths"
+    topo_hash = rings = None
+    if instance is not None and instance.topology is not None:
+        P = build_problem(instance, options)
+        topo_hash, rings = topology_hash(P.topology.links), P.rings
+    ring_args = ring_scope("fixed", rings) if rings is not None else {"rings": "fixed"}
+    more = {} if restricted is None else {"routing": "restricted", "detail": restricted}
+    return Scope(topology="fixed", topology_hash=topo_hash, **ring_args, **more)
+
+
+def memory(instance: Instance, options: SolveOptions, backend: str = "milp") -> Estimate:
+    """Fractional: ``S A`` arc flows (``A`` with the circulant symmetric reduction, ``P A``
+    per pair); path variants: ``k P`` paths (``A`` arcs of the fixed topology)."""
+    p = options.method
+    if instance.topology is None:  # the method refuses it by name, with the command to use
+        return Estimate(0.0, "no fixed topology", 0.0)
+    t = traffic_counts(instance)
+    A = 2 * len(instance.topology.links)
+    variant = getattr(p, "variant", "unsplittable")
+    if variant != "fractional":
+        paths = t.pairs * p.k_paths
+        return Estimate.model(4.0 * paths, backend, f"{paths:.3g} candidate paths ({t.pairs} "
+                                                    "pairs)")
+    form = p.formulation
+    if form == "auto":
+        form = "symmetric" if symmetric_applies(build_problem(instance, options)) else "source"
+    rows = {"symmetric": 1, "source": t.sources, "per-pair": t.pairs}[form]
+    flows = rows * A
+    return Estimate.model(3.0 * flows, backend, f"its {form} LP's {flows:.3g} arc flows ({A} "
+                                                "arcs)")
+
+
+def with_shortest_path_fallback(solve):
+    """``solve`` returning, when its time limit runs out while the model is built, the
+    shortest paths on the fixed topology with the analytic bound (a route model always has
+    an incumbent)."""
+    def wrapped(instance: Instance, options: SolveOptions) -> SolveResult:
+        started = time.perf_counter()
+        try:
+            return solve(instance, options)
+        except DeadlineExceeded as exc:
+            P = build_problem(instance, options)
+            return out_of_time("?", instance, options, str(exc), time.perf_counter() - started,
+                               fallback=shortest_paths(instance, P.topology, P.rings,
+                                                       options.seed))
+    wrapped.__doc__ = solve.__doc__
+    wrapped.__name__ = solve.__name__
+    return wrapped
 
 INF = math.inf
 
@@ -478,6 +550,7 @@ def _solve_paths(P: RouteProblem, options: SolveOptions, integer: bool):
 
 
 # -- entry points ---------------------------------------------------------------------------
+@with_shortest_path_fallback
 def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     """``route-milp``: the variant ``variant`` with PuLP's solvers (HiGHS / CBC)."""
     t0 = time.perf_counter()
@@ -536,3 +609,8 @@ def finish(method: str, P: RouteProblem, options: SolveOptions, outcome, routing
                    fallback=None if routing is not None else shortest_paths(
                        inst, P.topology, P.rings, options.seed))
 
+
+SPEC = MethodSpec(
+    "route-milp", "route", "exact", "milp", RouteMilpParams, solve_milp,
+    "min-congestion routing on a fixed topology: LP / path LP / unsplittable MILP",
+    scope=bound_scope, memory=memory, max_n=2048)

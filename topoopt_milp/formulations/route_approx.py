@@ -60,6 +60,7 @@ is then optimal), at ``time_limit`` or at ``max_iter``, returning incumbent and 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy
@@ -67,8 +68,10 @@ import scipy
 from ..backends.pulp_backend import BackendOutcome, highs_version
 from ..errors import InputError
 from ..instance import Instance
-from ..params import SolveOptions
+from ..params import RINGS_HELP, Params, SolveOptions, knob
 from ..result import SolveResult, Status
+from ..sizes import dense_estimate
+from ..spec import MethodSpec
 from . import _approx_core as core
 from . import _exact
 from ._approx_core import ApproxResult
@@ -76,7 +79,19 @@ from ._approx_paths import solve_paths
 
 OPTIMAL_GAP = 1e-6  # a certified gap this small is reported as optimal (LP tolerances)
 
-__all__ = ["ApproxResult", "approx_min_congestion", "solve"]
+__all__ = ["SPEC", "ApproxResult", "RouteApproxParams", "approx_min_congestion", "solve"]
+
+
+@dataclass(frozen=True)
+class RouteApproxParams(Params):
+    """route-approx: the certified (1 + epsilon)-approximate route LP."""
+
+    epsilon: float = knob(0.01, "route-approx: target certified gap (upper - lower) / upper.",
+                          positive=True, maximum=0.999)
+    formulation: str = knob("auto", "route-approx: auto (circulant reduction when it applies), "
+                                    "source (paths), symmetric.",
+                            choices=("auto", "source", "symmetric"))
+    rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
 
 
 def approx_min_congestion(
@@ -240,7 +255,7 @@ def _check_circulant(n, arcs, cap_arc, D) -> None:
 
 
 # -- the method ``route-approx`` ----------------------------------------------------------------
-def solve(instance: Instance, options: SolveOptions) -> SolveResult:
+def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     """``route-approx``: :func:`approx_min_congestion` on the route problem of ``instance``.
 
     The topology, ring orders, commodities and capacity resources are those of ``route-milp``
@@ -275,3 +290,24 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     return route.finish("route-approx", P, options, outcome, routing,
                         res.upper * P.sec_per_unit, res.lower * P.sec_per_unit,
                         time.perf_counter() - t0, note=note)
+
+
+def solve(instance: Instance, options: SolveOptions) -> SolveResult:
+    """``route-approx`` (see :func:`_solve`), with the shortest-path incumbent when its time
+    limit runs out while the problem is built."""
+    from .route import with_shortest_path_fallback
+
+    return with_shortest_path_fallback(_solve)(instance, options)
+
+
+def _scope(instance, options):
+    from .route import bound_scope
+
+    return bound_scope(instance, options)
+
+
+SPEC = MethodSpec(
+    "route-approx", "route", "exact", "approx", RouteApproxParams, solve,
+    "(1+eps)-approximate min-congestion routing on a fixed topology: path column generation "
+    "with a certified Lagrangian bound", scope=_scope,
+    memory=lambda i, o: dense_estimate(i))

@@ -8,29 +8,41 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from ..backends.cpsat_backend import solve_cpsat as run_cpsat
 from ..instance import Instance
-from ..params import SolveOptions
+from ..params import RINGS_HELP, Params, SolveOptions, k_paths_knob, knob
 from ..result import SolveResult
+from ..spec import MethodSpec
 from . import _exact
 from .route import (
     _path_columns,
     _start,
     _unsplit_items,
     _unsplit_routing,
+    bound_scope,
     build_problem,
     candidate_paths,
     finish,
+    memory,
+    with_shortest_path_fallback,
 )
 
 CPSAT_MAX_LCM = 10**4  # exact integer objective when lcm(capacities) stays this small
 CPSAT_CAP_UNITS = 10**4  # otherwise: capacity resolution (of the largest capacity)
 
 
+@dataclass(frozen=True)
+class RouteCpsatParams(Params):
+    rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
+    k_paths: int = k_paths_knob()
+    cpsat_units: int = knob(10**5, "CP-SAT: integer volume units per largest commodity.", minimum=1)
+
+
+@with_shortest_path_fallback
 def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     """``route-cpsat``: unsplittable routing over ``k_paths`` candidates with CP-SAT.
 
@@ -40,6 +52,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     ``T = Z * scale / (M * cap_unit)`` seconds. Other capacities (SNDlib's real ones) are
     rounded up to integers and ``Z`` becomes a ceiling; the result is then at best feasible
     and its bound stays valid (see the code comments)."""
+    from ortools.sat.python import cp_model  # lazily: 0.5 s to import
     t0 = time.perf_counter()
     P = build_problem(instance, options)
     items = _unsplit_items(P)
@@ -105,3 +118,11 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
                   note=f"variant=unsplittable; scale={scale:.6g} bytes/unit",
                   restricted=f"one of the {k} shortest paths per commodity; volumes in units of "
                              f"{scale:.6g} bytes")
+
+
+SPEC = MethodSpec(
+    "route-cpsat", "route", "restricted", "cpsat", RouteCpsatParams, solve,
+    "unsplittable min-congestion routing on a fixed topology: CP-SAT",
+    scope=lambda i, o: bound_scope(i, o, f"one of {o.method.k_paths} candidate paths per "
+                                         "commodity"),
+    memory=lambda i, o: memory(i, o, "cpsat"), max_n=1024)

@@ -75,10 +75,10 @@ import logging
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pulp
-from ortools.sat.python import cp_model
 
 from ..backends.cpsat_backend import solve_cpsat as _run_cpsat
 from ..backends.pulp_backend import solve_pulp
@@ -86,10 +86,12 @@ from ..circulant import candidates, port_cost, rep, residue_distances
 from ..errors import InputError
 from ..evaluate import avg_hops
 from ..instance import Instance
-from ..params import SolveOptions
+from ..params import RINGS_HELP, Params, SolveOptions, knob
 from ..result import SolveResult
 from ..routing import route
 from ..scope import Scope, ring_scope
+from ..sizes import Estimate, traffic_counts
+from ..spec import MethodSpec
 from ..topology import Topology, default_rings
 from . import _exact
 from .certify import certify
@@ -98,6 +100,47 @@ from .select_flow import chosen_jumps, solve_flow
 log = logging.getLogger(__name__)
 
 OBJECTIVES = ("diameter", "total_hops", "comm_time")
+
+
+@dataclass(frozen=True)
+class SelectParams(Params):
+    """select: ring jumps of a circulant."""
+
+    objective: str = knob("comm_time", "select objective: comm_time (with fractional routing), "
+                                       "diameter or total_hops.",
+                          choices=("comm_time", "diameter", "total_hops"))
+    candidates: str = knob("coprime", "select candidate jumps: coprime (TotientPerms) or all 1..n/2.",
+                           choices=("coprime", "all"))
+    rings: str = knob("choose", RINGS_HELP, choices=("choose", "given"))
+    symmetry: bool = knob(True, "Add valid symmetry-breaking constraints.")
+    routing: str | None = knob(None, "Routing returned with a hop objective (default shortest).",
+                               choices=("shortest", "ecmp", "coin-change"))
+
+
+@dataclass(frozen=True)
+class SelectCpsatParams(SelectParams):
+    rings: str = knob("given", RINGS_HELP,
+                      choices=("given",))
+    flow_resolution: int = knob(12, "CP-SAT select: integer flow units per smallest demand unit.",
+                                minimum=1)
+
+
+def bound_scope(instance: Instance | None, options: SolveOptions, backend: str = "milp") -> Scope:
+    """The bound's scope: circulants with jumps from the candidate set; ring orders by
+    objective (diameter: any; total_hops and ``rings=given``: the default rings; comm_time
+    with ``rings=choose``: TotientPerms orders, free split); CP-SAT's comm_time model is
+    restricted (integer flows, default rings)."""
+    p = options.method
+    cands = None if instance is None else candidate_jumps(instance.n, instance.degree,
+                                                          p.candidates)
+    rings = None if instance is None else default_rings(instance)
+    if p.objective == "comm_time" and backend == "cpsat":
+        return Scope(topology="circulant", candidates=cands, routing="restricted",
+                     detail="integer flows, default rings")
+    if p.objective == "diameter":
+        return Scope(topology="circulant", candidates=cands, **ring_scope("any"))
+    mode = "choose" if p.objective == "comm_time" and p.rings == "choose" else "given"
+    return Scope(topology="circulant", candidates=cands, **ring_scope(mode, rings))
 N_RANDOM_INCUMBENTS = 200
 
 
@@ -303,6 +346,7 @@ def build_reach_milp(n, d, regular, cands, H, objective, wsym, m_max, fix_one=Fa
 def build_reach_cpsat(n, d, regular, cands, H, objective, wunits, m_max, fix_one=False,
                       tick=None):
     """CP-SAT reach model (same constraints as :func:`build_reach_milp`, Boolean ``q``)."""
+    from ortools.sat.python import cp_model  # lazily: 0.5 s to import
     m = cp_model.CpModel()
     y = {p: m.NewBoolVar(f"y_{p}") for p in cands}
     ports = sum(port_cost(n, p) * y[p] for p in cands)
@@ -413,8 +457,7 @@ def _solve(instance: Instance, options: SolveOptions, backend: str) -> SolveResu
     info = {"horizon": H, "fixed_unit_jump": fix_one}
     if topo is not None:
         info.update(jumps=list(topo.jumps), diameter=topo.diameter(), avg_hops=avg_hops(routing))
-    scope = Scope(topology="circulant", candidates=cands,
-                  **(ring_scope("any") if objective == "diameter" else ring_scope("given", rings)))
+    scope = bound_scope(instance, options, backend)
     return certify(method, instance, options, out, topo, routing, scope=scope, runtime=runtime,
                    bound=bound, objective_kind=objective, exact_model=exact,
                    scale=None if backend == "milp" or objective == "diameter" else to_obj,
@@ -429,3 +472,37 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
 def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     """Exact ring-jump selection with CP-SAT. See the module docstring."""
     return _solve(instance, options, "cpsat")
+
+
+def memory(instance: Instance, options: SolveOptions, backend: str = "milp") -> Estimate:
+    """comm_time: flows of each source over ``2 J`` arc types, ``S n 2 J`` (``S = 1`` when the
+    traffic is rotation invariant); hop objectives: reach variables over ``H`` hop layers,
+    ``H (n/2 + 1) J`` with ``H ~ m (n/2)^(1/m)``, the diameter scale of a circulant with
+    ``m = d/2`` jumps (``J`` jump candidates)."""
+    from .select_flow import _rotation_invariant, choice_symmetric, ring_space
+
+    n, p = instance.n, options.method
+    J = len(candidate_jumps(n, instance.degree, p.candidates))
+    if p.objective != "comm_time":
+        m = max(1, instance.degree // 2)
+        H = math.ceil(m * (n / 2) ** (1 / m))
+        q = H * (n // 2 + 1) * J
+        return Estimate.model(3.0 * q, backend, f"{q:.3g} reach variables (H ~ {H} hop layers "
+                                               f"x {n // 2 + 1} residues x {J} jumps)")
+    rings, chosen = ring_space(instance, p.rings)
+    symmetric = _rotation_invariant(_exact.demand_matrix(instance, rings)) \
+        and choice_symmetric(instance, chosen)
+    S = 1 if symmetric else traffic_counts(instance).sources
+    flows = S * n * 2 * J
+    return Estimate.model(3.0 * flows, backend, f"its S n 2J = {flows:.3g} flow variables "
+                                               f"(S = {S} sources, J = {J} jump candidates)")
+
+
+MILP = MethodSpec(
+    "select-milp", "select", "exact", "milp", SelectParams, solve_milp,
+    "choose d/2 ring jumps: MILP (PuLP; HiGHS or CBC)", scope=bound_scope,
+    memory=memory, max_n=1024, warm_start="totientperms")
+CPSAT = MethodSpec(
+    "select-cpsat", "select", "exact", "cpsat", SelectCpsatParams, solve_cpsat,
+    "choose d/2 ring jumps: CP-SAT", scope=lambda i, o: bound_scope(i, o, "cpsat"),
+    memory=lambda i, o: memory(i, o, "cpsat"), max_n=1024, warm_start="totientperms")

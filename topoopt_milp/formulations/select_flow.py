@@ -60,7 +60,6 @@ import time
 
 import numpy as np
 import pulp
-from ortools.sat.python import cp_model
 
 from ..backends.cpsat_backend import solve_cpsat as _run_cpsat
 from ..backends.pulp_backend import solve_pulp
@@ -171,6 +170,7 @@ def build_flow_milp(n, d, regular, cands, w, sources, symmetric, chosen=(), tick
 
 def build_flow_cpsat(n, d, regular, cands, units, sources, symmetric, tick=None):
     """CP-SAT integer version: minimise the largest arc load ``U`` (integer units)."""
+    from ortools.sat.python import cp_model  # lazily: 0.5 s to import
     m = cp_model.CpModel()
     y = {p: m.NewBoolVar(f"y_{p}") for p in cands}
     ports = sum(port_cost(n, p) * y[p] for p in cands)

@@ -85,9 +85,11 @@ from ..formulations import certify as _certify
 from ..formulations.link_step import best_links, pair_loads
 from ..formulations.ring_lp import RingRoute, candidate_orders, in_ring_space, route_rings
 from ..instance import Instance
-from ..params import SolveOptions
+from ..params import Params, SolveOptions, knob, max_multiplicity_knob
 from ..result import SolveResult, Status, finite_json, solution_dict
+from ..spec import MethodSpec
 from ..topology import Ring, Routing, Topology
+from .support import heuristic_memory
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,33 @@ STARTS = ("totientperms", "topologyfinder", "demand-greedy")
 PROGRESS = 1e-6  # relative improvement that counts as progress
 MOVE_KINDS = ("alternate", "release", "polish")  # trajectory steps that ran a routing step
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+@dataclass(frozen=True)
+class AllocAlternateParams(Params):
+    """alloc-alternate: the alternation of an exact link step and the route LP."""
+
+    max_multiplicity: int | None = max_multiplicity_knob()
+    max_iterations: int = knob(200, "alloc-alternate: most routing steps.", minimum=1)
+    patience: int = knob(20, "alloc-alternate: steps without progress before a restart.",
+                         minimum=1)
+    max_moves: int = knob(50, "alloc-alternate: release moves tried per batch size.", minimum=1)
+    batch: int | str = knob("critical", "alloc-alternate: critical pairs released per move: "
+                                        "critical (n/16, halved on rejection) or a number.",
+                            choices=("critical",), minimum=1)
+    use_duals: bool = knob(True, "alloc-alternate: guide the moves by the route LP's duals.")
+    restarts: bool = knob(True, "alloc-alternate: restart from the other starts when stuck.")
+    hop_penalty: float = knob(1e-4, "alloc-alternate: cost per unit of flow per hop in the "
+                                    "search LPs (prefers short routes).", minimum=0)
+    polish: bool = knob(True, "alloc-alternate: re-route the best topology without the hop "
+                              "penalty at the end.")
+    lp_tolerance: float = knob(1e-6, "alloc-alternate: interior-point tolerance of the search "
+                                     "LPs.", positive=True)
+    starts: str = knob("totientperms,topologyfinder,demand-greedy",
+                       "alloc-alternate: start heuristics (comma-separated).")
+    clock: str = knob("wall", "alloc-alternate: the time limit counts wall time, or this "
+                              "process's CPU seconds (cpu: for shared machines).",
+                      choices=("wall", "cpu"))
 
 
 @dataclass(frozen=True)
@@ -151,15 +180,14 @@ class Start:
     objective_s: float
 
 
-def start_topologies(instance: Instance, methods: Sequence[str] = STARTS,
-                     seed: int = 0) -> list[Start]:
-    """Every start heuristic that runs, routed by its default routing."""
-    from .. import registry
-
+def start_topologies(instance: Instance, run_method: Callable[..., SolveResult],
+                     methods: Sequence[str] = STARTS, seed: int = 0) -> list[Start]:
+    """Every start heuristic that runs, routed by its default routing; ``run_method`` runs a
+    method by name (:attr:`SolveOptions.run_method`, handed in by the registry)."""
     out = []
     for m in methods:
         try:
-            res = registry.solve(instance, m, seed=seed)
+            res = run_method(instance, m, {}, seed)
         except Exception as exc:  # a heuristic that cannot handle the instance is skipped
             log.warning("alloc-alternate: start %s failed: %s", m, exc)
             continue
@@ -176,31 +204,27 @@ def direct_demand(instance: Instance, rings: Sequence[Ring]) -> np.ndarray:
 def alternate(
     instance: Instance,
     starts: Sequence[tuple[str, Topology]],
+    params: AllocAlternateParams | None = None,
     *,
     time_limit: float | None = None,
-    max_iterations: int = 200,
-    patience: int = 20,
-    max_moves: int = 50,
-    batch: int | str | None = None,
-    use_duals: bool = True,
-    restarts: bool = True,
-    cap: int | None = None,
-    hop_penalty: float = 1e-4,
-    polish: bool = True,
     lp_options: SolveOptions | None = None,
-    clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[Solution | None, list[Step]]:
     """Run the alternation of the module docstring from the ``starts`` ``(name, topology)``;
     return the best checked solution (``None`` if no start could be routed) and the
-    trajectory.
+    trajectory. ``params`` holds the knobs (:class:`AllocAlternateParams`).
 
-    ``clock`` measures the time limit and the trajectory times: wall time by default;
-    ``time.process_time`` counts this process's CPU seconds instead (a shared machine's load
-    then does not eat the budget; the LPs then run without a HiGHS time limit)."""
+    ``params.clock`` measures the time limit and the trajectory times: wall time by default;
+    ``cpu`` counts this process's CPU seconds instead (a shared machine's load then does not
+    eat the budget; the LPs then run without a HiGHS time limit)."""
+    p = params or AllocAlternateParams()
+    clock = CLOCKS[p.clock]
+    max_iterations, patience, max_moves = p.max_iterations, p.patience, p.max_moves
+    batch, use_duals, restarts = p.batch, p.use_duals, p.restarts
+    hop_penalty, polish = p.hop_penalty, p.polish
     t0 = clock()
     lp_options = lp_options or SolveOptions()
     cands = candidate_orders(instance)
-    cap = instance.degree if cap is None else int(cap)
+    cap = instance.degree if p.max_multiplicity is None else int(p.max_multiplicity)
     traj: list[Step] = []
 
     last_lp = [0.0]  # clock time of the last routing step
@@ -397,7 +421,7 @@ def moves(W: np.ndarray, L: np.ndarray, batch: int, max_moves: int,
 def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     """``alloc-alternate``: thin adapter over :func:`alternate`. Reads the time limit (all of
     it: :meth:`SolveOptions.time_left`), the seed, the LP settings (``solver``,
-    ``lp_algorithm``, ``threads``) and :class:`~topoopt_milp.params.AllocAlternateParams`.
+    ``lp_algorithm``, ``threads``) and :class:`AllocAlternateParams`.
     The result has no bound (an upper-bound method); its rings stay in alloc-milp's ring
     space, so alloc-milp's and alloc-benders' bounds cover it."""
     t0, cpu0 = time.perf_counter(), time.process_time()
@@ -407,19 +431,16 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     names = tuple(m.strip() for m in p.starts.split(",") if m.strip())
     # best guess first: the heuristics' own (cheap) routing ranks them; measured to agree
     # with the LP-routed ranking on the mixed and coopt instances at n = 16 .. 128
-    starts = sorted(start_topologies(instance, names, options.seed), key=lambda s: s.objective_s)
+    starts = sorted(start_topologies(instance, options.run_method, names, options.seed),
+                    key=lambda s: s.objective_s)
     sp = options.solver
     lp_solver = sp.with_(time_limit=None, ipm_tolerance=p.lp_tolerance) \
         if sp.lp_algorithm == "ipm" else sp.with_(time_limit=None)
     lp_opts = options.with_(solver=lp_solver, warm_start=None, deadline=None)
     left = options.time_left()
     best, traj = alternate(
-        instance, [(s.method, s.topology) for s in starts],
-        time_limit=None if left is None else left - (clock() - c0),
-        max_iterations=p.max_iterations, patience=p.patience, max_moves=p.max_moves,
-        batch=None if p.batch == "critical" else p.batch, use_duals=p.use_duals,
-        restarts=p.restarts, cap=p.max_multiplicity, hop_penalty=p.hop_penalty,
-        polish=p.polish, lp_options=lp_opts, clock=clock)
+        instance, [(s.method, s.topology) for s in starts], p,
+        time_limit=None if left is None else left - (clock() - c0), lp_options=lp_opts)
     info = {"trajectory": [asdict(s) for s in traj], "cpu_s": time.process_time() - cpu0}
     own = {s.method: in_ring_space(instance, s.routing.rings) for s in starts}
     note = ""
@@ -443,3 +464,9 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
            f"space: {own}{note}")
     return _certify.heuristic("alloc-alternate", instance, options, best.topology,
                               best.routing, runtime, msg, info=info)
+
+
+SPEC = MethodSpec(
+    "alloc-alternate", "alloc", "heuristic", "highs", AllocAlternateParams, solve,
+    "ATRO-style alternation of an exact link step and the route LP with free ring shares, from "
+    "the best heuristic (an upper bound: no bound of its own)", memory=heuristic_memory)

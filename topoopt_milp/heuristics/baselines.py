@@ -62,11 +62,14 @@ from ..evaluate import ideal_switch_time
 from ..instance import Instance
 from ..params import SolveOptions
 from ..result import SolveResult
+from ..spec import MethodSpec
 from ..topology import Topology, default_rings
 from .support import (
+    RoutingParams,
     components,
     connect_components,
     fill_free_ports,
+    heuristic_memory,
     heuristic_result,
     route_with,
 )
@@ -259,3 +262,22 @@ def fat_tree_time(instance: Instance, per_server_gbps: float, oversubscription: 
     if oversubscription < 1:
         raise InputError(f"oversubscription: must be >= 1, got {oversubscription}")
     return ideal_switch_time(instance, per_server_gbps / oversubscription)
+
+
+def _spec(name: str, solve, description: str) -> MethodSpec:
+    return MethodSpec(name, "alloc", "heuristic", "heuristic", RoutingParams, solve, description,
+                      memory=heuristic_memory)
+
+
+EXPANDER = _spec("expander", solve_expander,
+                 "seeded random d-regular graph (expander), shortest-path routing")
+DEMAND_GREEDY = _spec("demand-greedy", solve_demand_greedy,
+                      "OCS-style greedy: heaviest demands first, merging components, then fill "
+                      "ports")
+RING = _spec("ring", solve_ring, "bidirectional ring i -- i+1 with d/2 parallel links")
+TORUS = _spec("torus", solve_torus, "2-D torus (d = 4, n = a*b with a, b >= 3)")
+HYPERCUBE = _spec("hypercube", solve_hypercube, "hypercube (n = 2^d)")
+EXPANDER_LP = EXPANDER.lp_variant().with_(
+    description="the expander's topology and rings, optimal fractional routing")
+DEMAND_GREEDY_LP = DEMAND_GREEDY.lp_variant().with_(
+    description="demand-greedy's topology and rings, optimal fractional routing")

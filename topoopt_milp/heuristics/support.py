@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import networkx as nx
@@ -32,12 +33,30 @@ from scipy.sparse.csgraph import connected_components
 
 from ..formulations import certify
 from ..instance import Instance
-from ..params import SolveOptions
+from ..params import Params, SolveOptions, knob
 from ..result import SolveResult
 from ..routing import RoutingError, check_reachable, route
+from ..sizes import dense_estimate
 from ..topology import Ring, Routing, Topology, commodities_for
 
 log = logging.getLogger(__name__)
+
+ROUTINGS = ("shortest", "ecmp", "coin-change", "lp")
+
+
+@dataclass(frozen=True)
+class RoutingParams(Params):
+    """Heuristics: how the built topology is routed."""
+
+    routing: str | None = knob(
+        None, "Routing on the chosen topology: shortest (random ties, seeded), ecmp, coin-change "
+        "(circulants), lp (optimal fractional routing, route-milp, with the method's own rings); "
+        "default: the method's own.", choices=ROUTINGS)
+
+
+def heuristic_memory(instance: Instance, options: SolveOptions):
+    """The memory estimate of a heuristic (:func:`topoopt_milp.sizes.dense_estimate`)."""
+    return dense_estimate(instance)
 
 
 # -- ports --------------------------------------------------------------------------------
@@ -225,9 +244,10 @@ def route_with(
 ) -> Routed:
     """Route with the ``routing`` parameter if set, else the method's ``default``.
 
-    ``"lp"`` solves ``route-milp`` on this topology with the heuristic's own ring orders and
-    shares (the instance with this fixed topology and these rings), with the caller's solver
-    parameters: the optimal fractional routing for this topology and these rings. A topology
+    ``"lp"`` solves ``route-milp`` (handed in as ``options.run_method``) on this topology
+    with the heuristic's own ring orders and shares (the instance with this fixed topology and
+    these rings), with the caller's solver parameters: the optimal fractional routing for
+    this topology and these rings. A topology
     that cannot carry the traffic (disconnected, or not circulant for coin-change) gives a
     :class:`Routed` without routing, not an exception."""
     method = options.method.routing or default
@@ -235,11 +255,11 @@ def route_with(
         if method != "lp":
             return Routed(route(instance, topology, rings, method, options.seed))
         check_reachable(topology, commodities_for(instance, rings))
-        from .. import registry
-
+        if options.run_method is None:
+            raise RoutingError("routing: lp needs the route LP, which the registry hands in "
+                               "(options.run_method); solve through topoopt_milp.solve")
         fixed = instance.with_topology(topology.links, rings)
-        res = registry.solve(fixed, "route-milp", registry.get("route-milp").options(
-            options.solver.to_dict(), seed=options.seed))
+        res = options.run_method(fixed, "route-milp", options.solver.to_dict(), options.seed)
         if res.routing is None:
             raise RoutingError(f"routing: route-milp returned no routing (status "
                                f"{res.status.value}: {res.message})")

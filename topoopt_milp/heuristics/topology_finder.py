@@ -116,6 +116,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
@@ -123,21 +124,33 @@ import numpy as np
 from ..circulant import circulant_jumps
 from ..errors import InputError
 from ..instance import Instance
-from ..params import SolveOptions
+from ..params import SolveOptions, knob
 from ..result import SolveResult
+from ..spec import MethodSpec
 from ..topology import Topology
 from .support import (
     connect_components,
     default_routing,
     fill_free_ports,
+    heuristic_memory,
     heuristic_result,
     route_with,
     traffic_is_split,
 )
-from .totient import allreduce_topology
+from .totient import TotientParams, allreduce_topology
 
 log = logging.getLogger(__name__)
 SPLITS = ("proportional", "all_ar")
+
+
+@dataclass(frozen=True)
+class TopologyFinderParams(TotientParams):
+    split: str = knob("proportional", "TopologyFinder degree split between AllReduce and MP: "
+                                      "proportional (the paper) or all_ar (the released code).",
+                      choices=SPLITS)
+    matching_top_k: int | str = knob(
+        "auto", "TopologyFinder Blossom rounds on each node's K heaviest pairs: auto, all, or K.",
+        choices=("auto", "all"), minimum=1)
 
 
 def degree_split(
@@ -281,3 +294,11 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
         message=f"split={options.method.split} d_AR={d_ar} d_MP={d_mp} "
         f"matching={'none' if d_mp == 0 else 'all pairs' if k is None else f'top-{k}'}",
     )
+
+
+SPEC = MethodSpec(
+    "topologyfinder", "alloc", "heuristic", "heuristic", TopologyFinderParams, solve,
+    "TopologyFinder: degree split, TotientPerms for AllReduce, Blossom rounds for MP",
+    memory=heuristic_memory)
+SPEC_LP = SPEC.lp_variant().with_(
+    description="TopologyFinder's topology and rings, optimal fractional routing (route LP)")

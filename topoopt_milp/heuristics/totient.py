@@ -97,6 +97,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from math import floor, gcd
 
 import numpy as np
@@ -104,14 +105,17 @@ import numpy as np
 from ..circulant import candidates, circulant_jumps
 from ..errors import InputError
 from ..instance import Instance
-from ..params import SolveOptions
+from ..params import SolveOptions, knob
 from ..result import SolveResult
 from ..routing import coin_change_table
+from ..spec import MethodSpec
 from ..topology import Ring, Topology, bidirectional_rings
 from .support import (
+    RoutingParams,
     connect_components,
     default_routing,
     fill_free_ports,
+    heuristic_memory,
     heuristic_result,
     route_with,
     traffic_is_split,
@@ -119,6 +123,12 @@ from .support import (
 
 log = logging.getLogger(__name__)
 _TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class TotientParams(RoutingParams):
+    faithful: bool = knob(False, "Keep the published TopoOpt artifact's quirks (TotientPerms, "
+                                 "TopologyFinder).")
 
 
 # -- the pure rule ----------------------------------------------------------------------------
@@ -349,3 +359,11 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     topo, rings = build(instance, options.method.faithful)
     routing = route_with(instance, topo, rings, options, default_routing(topo))
     return heuristic_result("totientperms", instance, topo, routing, options, started)
+
+
+SPEC = MethodSpec(
+    "totientperms", "select", "heuristic", "heuristic", TotientParams, solve,
+    "TotientPerms: d/2 coprime ring jumps (SelectPermutations), coin-change routing",
+    memory=heuristic_memory)
+SPEC_LP = SPEC.lp_variant().with_(
+    description="TotientPerms' topology and rings, optimal fractional routing (route LP)")
