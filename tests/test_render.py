@@ -23,7 +23,8 @@ from topoopt_milp.bench.render import (
     render,
 )
 from topoopt_milp.bench.store import RunStore, load_runs
-from topoopt_milp.bench.tables import family_table, instance_table, table
+from topoopt_milp.bench.tables import family_table, instance_table
+from topoopt_milp.bench.views import table
 from topoopt_milp.cli import main
 from topoopt_milp.scope import Scope
 

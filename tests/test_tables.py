@@ -17,9 +17,9 @@ from topoopt_milp.bench.tables import (
     instance_table,
     render,
     shifted_geomean,
-    table,
     wide_table,
 )
+from topoopt_milp.bench.views import table
 from topoopt_milp.cli import main
 from topoopt_milp.scope import Scope
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from .plots import KINDS, NoDataError, plot
-from .tables import table
+from .views import table
 
 log = logging.getLogger(__name__)
 

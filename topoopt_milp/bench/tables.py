@@ -195,9 +195,9 @@ WIDE_WHAT = {"gap_pct": "Gap [%] of each method to the best valid bound",
 LABELS = {"instance": "tab:instances", "family": "tab:families", "wide": "tab:{}"}
 
 
-def table(runs: pd.DataFrame, by: str, fmt: str, wide: str | None = None,
-          label: str | None = None, **bound_kw) -> str:
-    """The text of ``topoopt-milp table``: ``by`` is ``instance`` or ``family``; ``wide``
+def gap_table(runs: pd.DataFrame, by: str, fmt: str, wide: str | None = None,
+              label: str | None = None, **bound_kw) -> str:
+    """The text of the gap tables: ``by`` is ``instance`` or ``family``; ``wide``
     (``gap_pct``, ``ratio``, ``objective`` or ``runtime_s``) pivots the per-instance table to
     one column per method. Gap and ratio cells carry the letter of the bound they are
     measured against, explained in the caption. ``fmt`` is ``md``, ``latex``, ``csv`` or
@@ -205,10 +205,6 @@ def table(runs: pd.DataFrame, by: str, fmt: str, wide: str | None = None,
     family (labels ``LABEL-<family>``, default ``tab:instances-<family>`` and
     ``tab:gaps-<family>``), and the family table groups its rows by family
     (``tab:families``)."""
-    if by == "headline":
-        from .headline import headline
-
-        return headline(runs, fmt, **bound_kw)
     if by not in ("instance", "family"):
         raise InputError(f"by: unknown grouping {by!r} (known: instance, family, headline)")
     if wide is not None and by != "instance":

@@ -134,7 +134,7 @@ def table_cmd(stores, by, fmt, wide, label, out, families, methods_filter, bound
 
     LaTeX tables need \\usepackage{booktabs,graphicx,rotating}; they fit the page (rotated
     and split when large), per-instance ones one table per family."""
-    from ..bench.tables import table
+    from ..bench.views import table
 
     text = table(_runs(stores, families, methods_filter), by, fmt, wide=wide, label=label,
                  **_bound_kw(bound_methods, no_analytic))

@@ -100,7 +100,7 @@ from ..spec import MethodSpec
 from ..topology import Ring, Topology, default_rings
 from . import _exact
 from ._exact import expr_value, normalise_shares
-from .certify import certify, warm_incumbent, warm_topology
+from .certify import honest_result, warm_incumbent, warm_topology
 from .flow_paths import decompose_flow
 
 if TYPE_CHECKING:
@@ -320,7 +320,7 @@ def extract_milp(instance, options, parts, values, method, out, runtime, spu, fa
             pair_paths[(s, t)] = ps
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed)
     model_obj = spu / lam if lam > 0 else None
-    return certify(method, instance, options, out, topo, routing, scope=alloc_scope(instance,
+    return honest_result(method, instance, options, out, topo, routing, scope=alloc_scope(instance,
                    options, parts), runtime=runtime, bound=throughput_bound(out.bound, spu),
                    model_objective=model_obj, notes=[f"rings={parts['mode']}"], fallback=fallback)
 
@@ -376,7 +376,7 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     rings = default_rings(instance) if parts["mode"] == "choose" else fixed_rings(instance, options)
     fallback = warm_incumbent(instance, options, rings, cap)
     if not out.status.has_solution:
-        return certify("alloc-milp", instance, options, out, None, None,
+        return honest_result("alloc-milp", instance, options, out, None, None,
                        scope=alloc_scope(instance, options, parts), runtime=runtime,
                        bound=throughput_bound(out.bound, spu), fallback=fallback)
     return extract_milp(instance, options, parts, out.values, "alloc-milp", out, runtime, spu,
@@ -481,7 +481,7 @@ def solve_link_paths_cpsat(method, m, x, z, items, cap, instance, options, fallb
     out, solver = _run_cpsat(m, options, hint)
     runtime = time.perf_counter() - t0
     if not out.status.has_solution:
-        return certify(method, instance, options, out, None, None,
+        return honest_result(method, instance, options, out, None, None,
                        scope=path_model_scope(instance, options), runtime=runtime,
                        fallback=warm_incumbent(instance, options, fallback_rings, cap))
     L = np.zeros((n, n), dtype=np.int64)
@@ -531,7 +531,7 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
                   for key, _, paths, _ in items}
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed)
     bound = None if out.bound is None else out.bound / divisor * scale / instance.link_bytes_per_s
-    return certify("alloc-cpsat", instance, options, out, topo, routing,
+    return honest_result("alloc-cpsat", instance, options, out, topo, routing,
                    scope=path_model_scope(instance, options, scale), runtime=runtime, bound=bound,
                    exact_model=exact, scale=scale)
 

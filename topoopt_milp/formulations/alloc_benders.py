@@ -106,7 +106,7 @@ from .benders_master import (
     relabel,
     symmetry_rows,
 )
-from .certify import certify
+from .certify import honest_result
 from .flow_paths import decompose_flow
 
 log = logging.getLogger(__name__)
@@ -518,11 +518,11 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
         best = min(ok, key=lambda r: r.objective) if ok else None
         outcome = BackendOutcome(Status.NO_SOLUTION, None, out.bound, runtime, "highs",
                                  highs_version(), {}, msg)
-        return certify("alloc-benders", instance, options, outcome, None, None, scope=scope,
+        return honest_result("alloc-benders", instance, options, outcome, None, None, scope=scope,
                        runtime=runtime, bound=bound_s, info=info,
                        fallback=None if best is None else (best.topology, best.routing))
     topo, routing = routing_of(instance, P, out.L, out.best, options.seed)
-    return certify("alloc-benders", instance, options, outcome, topo, routing, scope=scope,
+    return honest_result("alloc-benders", instance, options, outcome, topo, routing, scope=scope,
                    runtime=runtime, bound=bound_s, model_objective=P.sec_per_unit / out.best.lam,
                    notes=["rings=choose"], info=info)
 

@@ -1,6 +1,7 @@
 """The one step that turns a backend outcome into an honest :class:`SolveResult`.
 
-Every formulation (and every heuristic, through :func:`heuristic`) ends in :func:`certify`:
+Every formulation (and every heuristic, through :func:`heuristic`) ends in
+:func:`honest_result`:
 
 * **objective recomputed** -- the reported objective is never the solver's number: it is
   :func:`~topoopt_milp.evaluate.objective_value` of the returned topology and routing, so the
@@ -45,7 +46,7 @@ log = logging.getLogger(__name__)
 OBJ_TOL = 1e-5  # relative: LP tolerances are ~1e-7; routing extraction must not lose more
 
 
-def certify(
+def honest_result(
     method: str,
     instance: Instance,
     options: SolveOptions,
@@ -172,7 +173,7 @@ def out_of_time(backend: str, instance: Instance, options: SolveOptions, reason:
     elif fallback is not None:
         reason += "; incumbent: shortest paths"
     outcome = BackendOutcome(Status.NO_SOLUTION, None, None, runtime, backend, "", {}, reason)
-    return certify("?", instance, options, outcome, None, None, scope=ANALYTIC,
+    return honest_result("?", instance, options, outcome, None, None, scope=ANALYTIC,
                    runtime=runtime, fallback=fallback)
 
 
@@ -186,7 +187,7 @@ def heuristic(method: str, instance: Instance, options: SolveOptions, topology: 
     bound = scope = None
     if route_result is not None and route_result.scope is not None:
         bound, scope = route_result.bound, route_result.scope
-    return certify(method, instance, options, None, topology, routing, scope=scope,
+    return honest_result(method, instance, options, None, topology, routing, scope=scope,
                    runtime=runtime, bound=bound, notes=[message] if message else [], info=info)
 
 

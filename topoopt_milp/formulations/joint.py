@@ -88,7 +88,7 @@ from .alloc import (
     throughput_bound,
     throughput_outcome,
 )
-from .certify import certify, warm_incumbent, warm_topology
+from .certify import honest_result, warm_incumbent, warm_topology
 from .flow_paths import decompose_flow
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,7 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     spu = _exact.seconds_per_unit(instance)
     fallback = warm_incumbent(instance, options, default_rings(instance), cap)
     if not out.status.has_solution:
-        return certify("joint-milp", instance, options, out, None, None, scope=scope,
+        return honest_result("joint-milp", instance, options, out, None, None, scope=scope,
                        runtime=runtime, bound=throughput_bound(out.bound, spu), fallback=fallback)
     vals = out.values
     L = np.zeros((n, n), dtype=np.int64)
@@ -256,7 +256,7 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
         pair_paths.update({(s, t): ps for t, ps in decompose_flow(s, arc, dem, topo).items()})
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed)
     model_obj = spu / lam if lam > 0 else None
-    return certify("joint-milp", instance, options, out, topo, routing, scope=scope,
+    return honest_result("joint-milp", instance, options, out, topo, routing, scope=scope,
                    runtime=runtime, bound=throughput_bound(out.bound, spu),
                    model_objective=model_obj, notes=["rings chosen"], fallback=fallback)
 
@@ -338,7 +338,7 @@ def solve_cpsat(instance: Instance, options: SolveOptions) -> SolveResult:
     routing = _exact.routing_from_pair_paths(instance, topo, rings, pair_paths, options.seed,
                                              comm_paths)
     bound = None if out.bound is None else out.bound / divisor * scale / instance.link_bytes_per_s
-    return certify("joint-cpsat", instance, options, out, topo, routing,
+    return honest_result("joint-cpsat", instance, options, out, topo, routing,
                    scope=path_model_scope(instance, options, scale,
                                           f"{R} ring order(s) per group at equal shares"),
                    runtime=runtime, bound=bound, exact_model=exact, scale=scale,

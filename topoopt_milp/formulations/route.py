@@ -100,7 +100,7 @@ from ..topology import (
     rings_along_jumps,
 )
 from . import _exact
-from .certify import certify, out_of_time, shortest_paths
+from .certify import honest_result, out_of_time, shortest_paths
 from .flow_paths import decompose_flow
 
 log = logging.getLogger(__name__)
@@ -586,7 +586,7 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
 def finish(method: str, P: RouteProblem, options: SolveOptions, outcome, routing: Routing | None,
            obj_s: float | None, bound_s: float | None, runtime: float, scale: float | None = None,
            exact_model: bool = True, note: str = "", restricted: str | None = None) -> SolveResult:
-    """The :class:`SolveResult` through :func:`.certify.certify`: objective recomputed from
+    """The :class:`SolveResult` through :func:`.certify.honest_result`: objective recomputed from
     ``routing``, bound in seconds, scope the fixed topology and rings (``restricted``: the
     path restriction of the ksp / unsplittable models).
 
@@ -602,7 +602,7 @@ def finish(method: str, P: RouteProblem, options: SolveOptions, outcome, routing
                   **ring_scope("fixed", P.rings),
                   **({} if restricted is None else {"routing": "restricted", "detail": restricted}))
     kind = "max_link_utilization" if P.shared else "comm_time"
-    return certify(method, inst, options, outcome, P.topology if routing is not None else None,
+    return honest_result(method, inst, options, outcome, P.topology if routing is not None else None,
                    routing, scope=scope, runtime=runtime, bound=bound_s, model_objective=obj_s,
                    objective_kind=kind, exact_model=exact_model, scale=scale,
                    notes=[note] if routing is not None else [note, "incumbent: shortest paths"],

@@ -94,7 +94,7 @@ from ..sizes import Estimate, traffic_counts
 from ..spec import MethodSpec
 from ..topology import Topology, default_rings
 from . import _exact
-from .certify import certify
+from .certify import honest_result
 from .select_flow import chosen_jumps, solve_flow
 
 log = logging.getLogger(__name__)
@@ -458,7 +458,7 @@ def _solve(instance: Instance, options: SolveOptions, backend: str) -> SolveResu
     if topo is not None:
         info.update(jumps=list(topo.jumps), diameter=topo.diameter(), avg_hops=avg_hops(routing))
     scope = bound_scope(instance, options, backend)
-    return certify(method, instance, options, out, topo, routing, scope=scope, runtime=runtime,
+    return honest_result(method, instance, options, out, topo, routing, scope=scope, runtime=runtime,
                    bound=bound, objective_kind=objective, exact_model=exact,
                    scale=None if backend == "milp" or objective == "diameter" else to_obj,
                    info=info, fallback=routed(tuple(inc)) if inc else None)

@@ -72,7 +72,7 @@ from ..scope import Scope, ring_scope
 from ..topology import Ring, Topology, default_rings
 from . import _exact
 from .alloc import throughput_bound, throughput_outcome
-from .certify import certify
+from .certify import honest_result
 from .flow_paths import decompose_flow
 
 log = logging.getLogger(__name__)
@@ -280,7 +280,7 @@ def solve_flow(instance: Instance, options: SolveOptions, backend: str, method: 
             routing = _flow_routing(instance, topo, rings, n, cands, sources, symmetric,
                                     lambda s, i, c: out.values.get(f"f_{s}_{i}_{c}", 0.0), dem)
             model_obj = spu / lam_v if lam_v and lam_v > 0 else None
-        return certify(method, instance, options, out, topo, routing, scope=scope,
+        return honest_result(method, instance, options, out, topo, routing, scope=scope,
                        runtime=runtime, bound=throughput_bound(out.bound, spu),
                        model_objective=model_obj, fallback=fallback,
                        notes=[f"sources={len(sources)}; rings={mode}"],
@@ -301,7 +301,7 @@ def solve_flow(instance: Instance, options: SolveOptions, backend: str, method: 
     bound = None if out.bound is None else out.bound * scale / B
     restricted = Scope(topology="circulant", candidates=cands, routing="restricted",
                        detail=f"integer flows in units of {scale:.6g} bytes, default rings")
-    return certify(method, instance, options, out, topo, routing, scope=restricted,
+    return honest_result(method, instance, options, out, topo, routing, scope=restricted,
                    runtime=runtime, bound=bound, exact_model=False, scale=scale,
                    fallback=fallback,
                    info={"jumps": None if topo is None else list(topo.jumps)})
