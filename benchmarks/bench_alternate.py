@@ -4,7 +4,7 @@ Target (issue 11, item 3): n = 128, d = 8 in at most 120 s on 2 cores; on the ``
 ``mixed`` families a lower communication time than TotientPerms, TopologyFinder and
 demand-greedy, each routed by the route LP with its own ring orders (``--routing lp``).
 
-Families (built here with :func:`topoopt_milp.instance.make_instance` / the workload module):
+Families (built here with :func:`topoopt_milp.core.instance.make_instance` / the workload module):
 
 * ``mixed`` -- AllReduce of 1 GB on each of the ``4`` cosets ``{s, s + 4, s + 8, ...}``
   (groups of ``n / 4``) plus dense MP: a random ``density`` fraction of all ordered pairs
@@ -41,10 +41,10 @@ import time
 import numpy as np
 
 from topoopt_milp import registry
-from topoopt_milp.check import check_solution
-from topoopt_milp.evaluate import evaluate, ideal_switch_time
-from topoopt_milp.instance import Instance, make_instance
-from topoopt_milp.result import solution_dict
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.evaluate import evaluate, ideal_switch_time
+from topoopt_milp.core.instance import Instance, make_instance
+from topoopt_milp.core.result import solution_dict
 from topoopt_milp.workloads.strategy import pipeline
 from topoopt_milp.workloads.traffic import Workload
 from topoopt_milp.workloads.zoo import get_model

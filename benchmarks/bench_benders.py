@@ -11,7 +11,7 @@ Parts (``--part``, repeatable; all by default):
 3. **scale**: n = 128, d in {4, 8}: mixed traffic (eight coset groups of 16, 30% MP) and the
    co-optimized DLRM / CANDLE strategies of ``results/workloads`` (cooptimize with
    TopologyFinder rebuilds, 2000 steps, seed 0; cached as JSON under ``--cache``). For each:
-   every bound of :mod:`topoopt_milp.bounds`, the alloc-benders bound and incumbent after
+   every bound of :mod:`topoopt_milp.methods.bounds.counting`, the alloc-benders bound and incumbent after
    ``--scale-budget`` seconds, the best heuristic objective (TopologyFinder / TotientPerms with
    LP routing, TopologyFinder's own routing) and the certified gap
    ``(best objective - best valid bound) / best objective``.
@@ -34,11 +34,13 @@ import sys
 import time
 from pathlib import Path
 
-from topoopt_milp import bounds, generators, registry
-from topoopt_milp.check import check_solution
-from topoopt_milp.evaluate import evaluate
-from topoopt_milp.instance import Instance
-from topoopt_milp.result import Status, finite_json, solution_dict
+from topoopt_milp import registry
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.evaluate import evaluate
+from topoopt_milp.core.instance import Instance
+from topoopt_milp.core.result import Status, finite_json, solution_dict
+from topoopt_milp.methods.bounds import counting as bounds
+from topoopt_milp.workloads import generators
 
 
 def mixed_instance(n: int, d: int, groups: int, mp_frac: float, seed: int = 0) -> Instance:

@@ -14,7 +14,7 @@ import argparse
 import os
 import time
 
-from topoopt_milp.cooptimize import SCHEDULES, CoOptConfig, cooptimize
+from topoopt_milp.workloads.cooptimize import SCHEDULES, CoOptConfig, cooptimize
 from topoopt_milp.workloads.strategy import data_parallel
 from topoopt_milp.workloads.traffic import Workload
 from topoopt_milp.workloads.zoo import get_model

@@ -30,11 +30,11 @@ import sys
 import time
 
 from topoopt_milp import registry
-from topoopt_milp.check import check_solution
-from topoopt_milp.evaluate import evaluate
-from topoopt_milp.generators import dlrm
-from topoopt_milp.instance import make_instance
-from topoopt_milp.result import Status, finite_json, solution_dict
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.evaluate import evaluate
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.result import Status, finite_json, solution_dict
+from topoopt_milp.workloads.generators import dlrm
 
 
 def ring_traffic(n: int, d: int):

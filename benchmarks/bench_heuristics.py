@@ -24,9 +24,9 @@ import time
 import numpy as np
 
 from topoopt_milp import registry
-from topoopt_milp.evaluate import evaluate
-from topoopt_milp.heuristics import topology_finder
-from topoopt_milp.instance import make_instance
+from topoopt_milp.core.evaluate import evaluate
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.methods.heuristics import topology_finder
 
 
 def case_tf_large() -> tuple:

@@ -21,9 +21,9 @@ import os
 import numpy as np
 
 from topoopt_milp import registry
-from topoopt_milp.evaluate import ideal_switch_time
-from topoopt_milp.instance import Instance, make_instance
-from topoopt_milp.result import SolveOptions
+from topoopt_milp.core.evaluate import ideal_switch_time
+from topoopt_milp.core.instance import Instance, make_instance
+from topoopt_milp.core.result import SolveOptions
 
 
 def mixed_instance(n: int, frac: float, d: int = 4, g: int = 4, seed: int = 0,

@@ -32,11 +32,11 @@ import time
 import networkx as nx
 
 from topoopt_milp import registry
-from topoopt_milp.check import check_solution
-from topoopt_milp.evaluate import evaluate
-from topoopt_milp.instance import make_instance
-from topoopt_milp.result import finite_json, solution_dict
-from topoopt_milp.topology import Topology
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.evaluate import evaluate
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.result import finite_json, solution_dict
+from topoopt_milp.core.topology import Topology
 
 JUMPS = {4: (1, 5), 8: (1, 5, 13, 39)}
 ALGOS = {

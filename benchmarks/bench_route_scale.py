@@ -38,7 +38,7 @@ JUMPS = {4: (1, 5), 8: (1, 5, 13, 39)}
 
 
 def topology(kind: str, n: int):
-    from topoopt_milp.topology import Topology
+    from topoopt_milp.core.topology import Topology
 
     d = int(kind[-1])
     if kind.startswith("circ"):
@@ -83,8 +83,8 @@ def peer_linprog(L: np.ndarray, vol: float, gbps: float, time_limit: float) -> f
 
 def child(method: str, kind: str, n: int, eps: float, cap: float) -> dict:
     from topoopt_milp import registry
-    from topoopt_milp.formulations import route, route_approx  # noqa: F401 - imports untimed
-    from topoopt_milp.instance import make_instance
+    from topoopt_milp.core.instance import make_instance
+    from topoopt_milp.methods.route_approx import method as route_approx  # noqa: F401 - imports untimed
 
     d = int(kind[-1])
     topo = topology(kind, n)

@@ -30,8 +30,8 @@ CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 from topoopt_milp import registry
-from topoopt_milp.errors import InputError
-from topoopt_milp.instance import Instance
+from topoopt_milp.core.errors import InputError
+from topoopt_milp.core.instance import Instance
 from topoopt_milp.pipeline import solve_checked
 inst = Instance.load(sys.argv[1])
 method, limit = sys.argv[2], float(sys.argv[3])
@@ -63,7 +63,7 @@ def instance_for(method: str, n: int, d: int, tmp: Path) -> Path | None:
     if not method.startswith("route"):
         return path
     from topoopt_milp import registry
-    from topoopt_milp.instance import Instance
+    from topoopt_milp.core.instance import Instance
 
     inst = Instance.load(path)
     tf = registry.solve(inst, "topologyfinder")

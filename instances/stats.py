@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from topoopt_milp.instance import Instance
+from topoopt_milp.core.instance import Instance
 
 SHARE_BINS = (0.0, 1e-12, 0.05, 0.15, 0.30, 0.50, 1.0)
 SHARE_LABELS = ("0", "(0, 5%]", "(5, 15%]", "(15, 30%]", "(30, 50%]", "> 50%")

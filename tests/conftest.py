@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from topoopt_milp.instance import make_instance
+from topoopt_milp.core.instance import make_instance
 
 DATA = Path(__file__).parent / "data"
 

@@ -3,9 +3,9 @@ this folder on the path)."""
 
 from __future__ import annotations
 
-from topoopt_milp.check import check_solution
-from topoopt_milp.evaluate import evaluate
-from topoopt_milp.result import SolveResult, Status, finite_json, solution_dict
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.evaluate import evaluate
+from topoopt_milp.core.result import SolveResult, Status, finite_json, solution_dict
 
 
 def checked(inst, result):

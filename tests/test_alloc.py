@@ -7,9 +7,9 @@ import pytest
 from helpers import checked
 
 from topoopt_milp import registry
-from topoopt_milp.formulations import alloc
-from topoopt_milp.instance import make_instance
-from topoopt_milp.result import Status
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.result import Status
+from topoopt_milp.methods.formulations import alloc
 
 S = 1.25e8  # bytes: one second on a 1 Gbps link
 HEURISTICS = ("topologyfinder", "totientperms", "expander", "demand-greedy")
@@ -170,7 +170,7 @@ def test_latency_term_is_added_and_not_claimed_optimal():
 
 
 def test_cpsat_time_limited_run_returns_incumbent_and_bound():
-    from topoopt_milp.generators import dlrm
+    from topoopt_milp.workloads.generators import dlrm
 
     inst = dlrm(8, 4, seed=0)
     res = checked(inst, registry.solve(inst, "alloc-cpsat", time_limit=1, cpsat_splits=2,
@@ -185,7 +185,7 @@ def test_cpsat_time_limited_run_returns_incumbent_and_bound():
 @pytest.mark.parametrize("method", ["alloc-cpsat", "joint-milp"])
 def test_never_nothing_on_a_tiny_time_limit(method):
     # with 10 ms the solver may stop before any solution: the warm start is returned instead
-    from topoopt_milp.generators import dlrm
+    from topoopt_milp.workloads.generators import dlrm
 
     if not registry.available("topologyfinder"):
         pytest.skip("no warm start available")

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from topoopt_milp import registry
-from topoopt_milp.check import check_solution
-from topoopt_milp.evaluate import evaluate
-from topoopt_milp.formulations import ring_lp
-from topoopt_milp.heuristics import alloc_alternate
-from topoopt_milp.instance import Instance, make_instance
-from topoopt_milp.result import Status, solution_dict
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.evaluate import evaluate
+from topoopt_milp.core.instance import Instance, make_instance
+from topoopt_milp.core.result import Status, solution_dict
+from topoopt_milp.methods.alloc_alternate import search as alloc_alternate
+from topoopt_milp.methods.formulations import ring_lp
 
 SMALL = Path(__file__).parents[1] / "instances" / "small"
 
@@ -86,7 +86,7 @@ def test_release_moves_come_after_the_plain_step():
     inst = mixed(8, 4, 3)
     topo = alloc_alternate.start_topologies(inst, registry.run_method)[0].topology
     rr = ring_lp.route_rings(inst, topo)
-    from topoopt_milp.evaluate import arc_loads
+    from topoopt_milp.core.evaluate import arc_loads
 
     gen = list(alloc_alternate.moves(arc_loads(8, rr.routing), topo.links, 1, 5))
     assert gen[0] == ("alternate", ())
@@ -116,7 +116,7 @@ def test_multiplicity_cap_is_kept():
 def test_no_finished_routing_step_falls_back_to_the_best_start(monkeypatch):
     """When no route LP finishes (simulated: every LP reports a time-out), the incumbent is
     the best start heuristic with its own routing, checked, not nothing."""
-    from topoopt_milp.backends.pulp_backend import BackendOutcome
+    from topoopt_milp.core.backends.pulp_backend import BackendOutcome
 
     def timed_out(instance, topology, candidates=None, options=None, hop_penalty=0.0):
         out = BackendOutcome(Status.NO_SOLUTION, None, None, 0.0, "highs", "x", {}, "Time limit")

@@ -9,9 +9,14 @@ import pytest
 from helpers import checked
 
 from topoopt_milp import registry
-from topoopt_milp.formulations import alloc_benders, benders_master
-from topoopt_milp.instance import make_instance
-from topoopt_milp.result import Status
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.result import Status
+from topoopt_milp.methods.alloc_benders import (
+    decomposition as alloc_benders,
+)
+from topoopt_milp.methods.alloc_benders import (
+    master as benders_master,
+)
 
 CHOOSE = {"rings": "choose"}
 

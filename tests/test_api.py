@@ -11,8 +11,8 @@ import pytest
 
 import topoopt_milp
 from topoopt_milp import Instance, Status, solve
-from topoopt_milp.check import check_solution
-from topoopt_milp.result import read_solution, result_from_solution
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.result import read_solution, result_from_solution
 
 REPO = Path(__file__).resolve().parents[1]
 INSTANCE = REPO / "instances" / "small" / "dlrm-n8-d4-s0.json"

@@ -9,10 +9,10 @@ import pulp
 import pytest
 from ortools.sat.python import cp_model
 
-from topoopt_milp.backends.cpsat_backend import solve_cpsat
-from topoopt_milp.backends.pulp_backend import pulp_to_matrix, solve_matrix, solve_pulp
-from topoopt_milp.params import SolveOptions, SolverParams
-from topoopt_milp.result import Status
+from topoopt_milp.core.backends.cpsat_backend import solve_cpsat
+from topoopt_milp.core.backends.pulp_backend import pulp_to_matrix, solve_matrix, solve_pulp
+from topoopt_milp.core.params import SolveOptions, SolverParams
+from topoopt_milp.core.result import Status
 
 SOLVERS = ("highs", "cbc")
 

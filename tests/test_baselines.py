@@ -5,19 +5,15 @@ import numpy as np
 import pytest
 
 from topoopt_milp import registry
-from topoopt_milp.check import check_solution
-from topoopt_milp.circulant import circulant_jumps
-from topoopt_milp.evaluate import evaluate, ideal_switch_time
-from topoopt_milp.heuristics import baselines as bl
-from topoopt_milp.heuristics.support import (
-    components,
-    connect_components,
-    fill_free_ports,
-)
-from topoopt_milp.instance import make_instance
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.circulant import circulant_jumps
+from topoopt_milp.core.evaluate import evaluate, ideal_switch_time
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.result import Status, finite_json, solution_dict
+from topoopt_milp.core.topology import Topology
+from topoopt_milp.methods.heuristics import baselines as bl
+from topoopt_milp.methods.heuristics.support import components, connect_components, fill_free_ports
 from topoopt_milp.registry import solve
-from topoopt_milp.result import Status, finite_json, solution_dict
-from topoopt_milp.topology import Topology
 
 B1 = 8e-9  # 1 byte/s: times equal bytes
 D = 6.0  # bytes per ordered pair in the uniform all-to-all

@@ -28,8 +28,8 @@ from topoopt_milp import registry
 from topoopt_milp.bench.runner import build_tasks, run_sweep
 from topoopt_milp.bench.store import Owner, RunStore, load_runs
 from topoopt_milp.cli import main
-from topoopt_milp.heuristics.support import RoutingParams
-from topoopt_milp.spec import MethodSpec
+from topoopt_milp.core.spec import MethodSpec
+from topoopt_milp.methods.heuristics.support import RoutingParams
 
 psutil = pytest.importorskip("psutil")  # a dependency of distributed (test extra)
 

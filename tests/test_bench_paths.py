@@ -9,7 +9,7 @@ import pytest
 
 from topoopt_milp.bench.names import file_component, inside
 from topoopt_milp.bench.store import RunStore
-from topoopt_milp.errors import InputError
+from topoopt_milp.core.errors import InputError
 
 EVIL_FAMILIES = ["../victim", "../../x/y", "a/b", "nul\x00byte", "new\nline", ".", "..", "x" * 300]
 

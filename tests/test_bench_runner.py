@@ -16,8 +16,8 @@ from topoopt_milp import registry
 from topoopt_milp.bench.runner import build_tasks, find_instances, run_sweep
 from topoopt_milp.bench.store import RunStore, load_runs
 from topoopt_milp.bench.tables import instance_table
-from topoopt_milp.heuristics.support import RoutingParams
-from topoopt_milp.spec import MethodSpec
+from topoopt_milp.core.spec import MethodSpec
+from topoopt_milp.methods.heuristics.support import RoutingParams
 
 # Columns that do not depend on timing, host or the engine.
 DETERMINISTIC = ["run_key", "instance_name", "instance_hash", "family", "n", "method", "method_backend",

@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 from test_alloc_benders import mixed, regular_multigraphs, sparse_mp
 
-from topoopt_milp import bounds, registry
-from topoopt_milp.evaluate import ideal_switch_time, moore_lower_bound
-from topoopt_milp.formulations import alloc_benders
-from topoopt_milp.generators import dlrm, uniform
-from topoopt_milp.instance import make_instance
-from topoopt_milp.result import Status
+from topoopt_milp import registry
+from topoopt_milp.core.evaluate import ideal_switch_time, moore_lower_bound
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.result import Status
+from topoopt_milp.methods.alloc_benders import decomposition as alloc_benders
+from topoopt_milp.methods.bounds import counting as bounds
+from topoopt_milp.workloads.generators import dlrm, uniform
 
 
 def random_instance(seed: int):

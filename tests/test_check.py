@@ -7,13 +7,13 @@ import copy
 import networkx as nx
 import pytest
 
-from topoopt_milp import generators
-from topoopt_milp.check import check_solution
-from topoopt_milp.evaluate import evaluate, lower_bound
-from topoopt_milp.instance import Instance
-from topoopt_milp.result import SolveResult, Status, solution_dict
-from topoopt_milp.routing import route
-from topoopt_milp.topology import Ring, Topology, default_rings
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.evaluate import evaluate, lower_bound
+from topoopt_milp.core.instance import Instance
+from topoopt_milp.core.result import SolveResult, Status, solution_dict
+from topoopt_milp.core.routing import route
+from topoopt_milp.core.topology import Ring, Topology, default_rings
+from topoopt_milp.workloads import generators
 
 
 def solve_by_hand(inst: Instance, topo: Topology, rings=None, method="ecmp",

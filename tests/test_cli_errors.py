@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from topoopt_milp import generators
 from topoopt_milp.cli import main
-from topoopt_milp.evaluate import evaluate
-from topoopt_milp.result import SolveResult, Status, write_solution
-from topoopt_milp.routing import route
-from topoopt_milp.topology import Topology, default_rings
+from topoopt_milp.core.evaluate import evaluate
+from topoopt_milp.core.result import SolveResult, Status, write_solution
+from topoopt_milp.core.routing import route
+from topoopt_milp.core.topology import Topology, default_rings
+from topoopt_milp.workloads import generators
 
 # broken instance file -> substring of the one error line
 BROKEN_INSTANCES = {

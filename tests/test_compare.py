@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from topoopt_milp import registry
 from topoopt_milp.bench.compare import compare_methods
 from topoopt_milp.cli import main
-from topoopt_milp.instance import make_instance
+from topoopt_milp.core.instance import make_instance
 
 EXACT = "select-milp"
 
@@ -49,7 +49,7 @@ def test_compare_json_gaps_against_exact_bound(inst_path):
 
 
 def test_compare_heuristics_only_uses_the_analytic_bound(inst_path):
-    from topoopt_milp.instance import Instance
+    from topoopt_milp.core.instance import Instance
 
     df = compare_methods(Instance.load(inst_path), ["ring", "totientperms"], time_limit=5)
     assert list(df["method"]) == ["ring", "totientperms"]

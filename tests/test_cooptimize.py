@@ -7,13 +7,13 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from topoopt_milp.check import check_solution
 from topoopt_milp.cli import main
-from topoopt_milp.cooptimize import CoOptConfig, FastComm, cooptimize
-from topoopt_milp.evaluate import comm_time, ideal_switch_time
-from topoopt_milp.instance import make_instance
-from topoopt_milp.routing import route
-from topoopt_milp.topology import Topology, default_rings
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.evaluate import comm_time, ideal_switch_time
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.routing import route
+from topoopt_milp.core.topology import Topology, default_rings
+from topoopt_milp.workloads.cooptimize import CoOptConfig, FastComm, cooptimize
 from topoopt_milp.workloads.fabrics import CostModel, baselines
 from topoopt_milp.workloads.strategy import Strategy, data_parallel, pipeline
 from topoopt_milp.workloads.traffic import Workload
@@ -118,7 +118,7 @@ def test_cooptimize_cli_writes_all_files(tmp_path):
 
 
 def test_results_table_rows_and_files(tmp_path):
-    from topoopt_milp.cooptable import TableConfig, build_table, write_table
+    from topoopt_milp.bench.cooptable import TableConfig, build_table, write_table
 
     tc = TableConfig(budget=10, k=5, exact_max_n=8, exact_time_limit=10, alt_rounds=2,
                      alt_time_limit=10, alt_polish_time_limit=10)
@@ -151,7 +151,7 @@ def test_results_table_rows_and_files(tmp_path):
 def test_cooptimize_instance_out_is_deterministic_and_records_its_command(tmp_path):
     import shlex
 
-    from topoopt_milp.instance import Instance
+    from topoopt_milp.core.instance import Instance
 
     args = ["cooptimize", "dlrm", "--n", "8", "--degree", "4", "--gbps", "25", "--batch", "16",
             "--budget", "30", "--k", "10", "--seed", "2", "--temperature", "0.2"]

@@ -4,8 +4,8 @@ decomposition of the package)."""
 import numpy as np
 import pytest
 
-from topoopt_milp.formulations.flow_paths import decompose_flow
-from topoopt_milp.topology import Topology
+from topoopt_milp.core.topology import Topology
+from topoopt_milp.methods.flow_paths import decompose_flow
 
 TRIANGLE = Topology(np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]]))
 

@@ -2,7 +2,7 @@
 objective and bound 0; an unroutable instance is infeasible (never ``error obj=0``).
 
 Instances come from generators (seeded), not from fixed examples; the infeasibility proof
-(:func:`topoopt_milp.evaluate.unroutable`) is checked against brute force over all matchings.
+(:func:`topoopt_milp.core.evaluate.unroutable`) is checked against brute force over all matchings.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import pytest
 
 from topoopt_milp import registry
 from topoopt_milp.cli import main
-from topoopt_milp.evaluate import unroutable
-from topoopt_milp.instance import make_instance
+from topoopt_milp.core.evaluate import unroutable
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.result import Status
+from topoopt_milp.core.topology import Topology
 from topoopt_milp.pipeline import solve_checked
-from topoopt_milp.result import Status
-from topoopt_milp.topology import Topology
 
 EXACT = ("alloc-milp", "select-milp", "joint-milp")
 RESTRICTED = ("alloc-cpsat", "select-cpsat", "joint-cpsat")

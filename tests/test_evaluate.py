@@ -29,8 +29,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from topoopt_milp import generators
-from topoopt_milp.evaluate import (
+from topoopt_milp.core.evaluate import (
     arc_loads,
     comm_time,
     evaluate,
@@ -40,9 +39,10 @@ from topoopt_milp.evaluate import (
     moore_lower_bound,
     moore_slots,
 )
-from topoopt_milp.instance import make_instance
-from topoopt_milp.routing import route
-from topoopt_milp.topology import Commodity, Ring, Routing, Topology, default_rings
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.routing import route
+from topoopt_milp.core.topology import Commodity, Ring, Routing, Topology, default_rings
+from topoopt_milp.workloads import generators
 
 B_BYTES = 3.7e6  # bytes per ordered pair: realistic, and not a power of two
 GBPS = 100.0

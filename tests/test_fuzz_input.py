@@ -31,13 +31,13 @@ from pathlib import Path
 
 import pytest
 
-from topoopt_milp import generators
-from topoopt_milp.check import check_solution
 from topoopt_milp.cli import main
-from topoopt_milp.errors import InputError
-from topoopt_milp.instance import MAX_N, Instance
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.errors import InputError
+from topoopt_milp.core.instance import MAX_N, Instance
+from topoopt_milp.core.result import read_solution, write_solution
 from topoopt_milp.pipeline import solve_checked
-from topoopt_milp.result import read_solution, write_solution
+from topoopt_milp.workloads import generators
 
 SEED = 20261201
 TOKEN = "@@RAW@@"  # a string value replaced by raw JSON text (tokens json.dumps cannot write)

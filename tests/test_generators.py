@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from topoopt_milp import generators
 from topoopt_milp.cli import main
-from topoopt_milp.instance import Instance, InstanceError
+from topoopt_milp.core.instance import Instance, InstanceError
+from topoopt_milp.workloads import generators
 
 RANDOM = ("permutation", "sparse", "dlrm")
 

@@ -9,7 +9,13 @@ import math
 import numpy as np
 import pytest
 
-from topoopt_milp.instance import FORMAT, AllReduceGroup, Instance, InstanceError, make_instance
+from topoopt_milp.core.instance import (
+    FORMAT,
+    AllReduceGroup,
+    Instance,
+    InstanceError,
+    make_instance,
+)
 
 
 def test_round_trip_dict_and_file(instance_dict, tmp_path):

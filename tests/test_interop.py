@@ -12,14 +12,16 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from topoopt_milp import interop, registry
-from topoopt_milp.backends.pulp_backend import solve_pulp
+from topoopt_milp import registry
 from topoopt_milp.cli import main
-from topoopt_milp.evaluate import arc_loads, evaluate
-from topoopt_milp.formulations import _exact, alloc
-from topoopt_milp.instance import make_instance
-from topoopt_milp.params import SolveOptions
-from topoopt_milp.result import Status, solution_dict, write_solution
+from topoopt_milp.core import interop
+from topoopt_milp.core.backends.pulp_backend import solve_pulp
+from topoopt_milp.core.evaluate import arc_loads, evaluate
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.params import SolveOptions
+from topoopt_milp.core.result import Status, solution_dict, write_solution
+from topoopt_milp.methods import model_data as _exact
+from topoopt_milp.methods.formulations import alloc
 
 
 def small_instance():

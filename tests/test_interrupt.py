@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from topoopt_milp import generators
+from topoopt_milp.workloads import generators
 
 CLI = [sys.executable, "-c", "from topoopt_milp.cli import main; main()"]
 

@@ -6,8 +6,8 @@ import pytest
 from helpers import checked
 
 from topoopt_milp import registry
-from topoopt_milp.instance import make_instance
-from topoopt_milp.result import Status
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.result import Status
 
 S = 1.25e8  # bytes: one second on a 1 Gbps link
 

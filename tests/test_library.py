@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from topoopt_milp import Instance
-from topoopt_milp.check import check_solution
 from topoopt_milp.cli import main
-from topoopt_milp.evaluate import evaluate
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.evaluate import evaluate
+from topoopt_milp.core.result import Status, finite_json, solution_dict
 from topoopt_milp.registry import solve
-from topoopt_milp.result import Status, finite_json, solution_dict
 
 LIBRARY = Path(__file__).resolve().parents[1] / "instances"
 FAMILIES = ("small", "circulant", "dnn", "llm")

@@ -7,7 +7,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from topoopt_milp.formulations.link_step import best_links, congestion_of, pair_loads
+from topoopt_milp.methods.alloc_alternate.link_step import best_links, congestion_of, pair_loads
 
 B = 1.25e9  # 10 Gbps
 

@@ -26,7 +26,7 @@ from topoopt_milp.bench.store import RunStore, load_runs
 from topoopt_milp.bench.tables import family_table, instance_table
 from topoopt_milp.bench.views import table
 from topoopt_milp.cli import main
-from topoopt_milp.scope import Scope
+from topoopt_milp.core.scope import Scope
 
 EVIL = "x|y\nz | ^~ $&%#_{}\\ [a] *--- <b> `c` é中 =1+1"
 REPO = Path(__file__).resolve().parents[1]

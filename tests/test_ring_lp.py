@@ -11,12 +11,13 @@ import pytest
 from helpers import checked
 
 from topoopt_milp import registry
-from topoopt_milp.backends.pulp_backend import solve_pulp
-from topoopt_milp.evaluate import evaluate
-from topoopt_milp.formulations import _exact, alloc, ring_lp
-from topoopt_milp.instance import make_instance
-from topoopt_milp.result import Status
-from topoopt_milp.topology import Ring, Topology, default_rings
+from topoopt_milp.core.backends.pulp_backend import solve_pulp
+from topoopt_milp.core.evaluate import evaluate
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.result import Status
+from topoopt_milp.core.topology import Ring, Topology, default_rings
+from topoopt_milp.methods import model_data as _exact
+from topoopt_milp.methods.formulations import alloc, ring_lp
 
 
 def mixed(n=8, d=3, seed=0):
@@ -119,7 +120,7 @@ def test_hop_penalty_costs_at_most_its_bound_and_unloads_arcs():
     # U_eps <= U* + eps * H*, in time units of seconds_per_unit
     assert pen.objective_s <= exact.objective_s + 1e-3 * hops * _exact.seconds_per_unit(inst) * (
         1 + 1e-6)
-    from topoopt_milp.evaluate import arc_loads
+    from topoopt_milp.core.evaluate import arc_loads
 
     assert (arc_loads(8, pen.routing) > 0).sum() <= (arc_loads(8, exact.routing) > 0).sum()
 
@@ -147,7 +148,7 @@ def test_duals_price_the_links():
     rr = ring_lp.route_rings(inst, topo)
     L = topo.links
     assert (rr.prices * L).sum() == pytest.approx(1.0, rel=1e-6)
-    from topoopt_milp.evaluate import arc_loads
+    from topoopt_milp.core.evaluate import arc_loads
 
     used = arc_loads(8, rr.routing) > 1e-6 * rr.objective_s
     assert np.abs(rr.gains - rr.prices)[used].max() < 1e-6

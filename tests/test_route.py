@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from topoopt_milp import registry
-from topoopt_milp.check import check_solution
-from topoopt_milp.errors import InputError
-from topoopt_milp.evaluate import comm_time, evaluate, ideal_switch_time
-from topoopt_milp.formulations import route
-from topoopt_milp.instance import make_instance
-from topoopt_milp.result import SolveResult, Status, finite_json, solution_dict
-from topoopt_milp.routing import route as heuristic_route
-from topoopt_milp.topology import Ring, Routing, Topology, default_rings
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.errors import InputError
+from topoopt_milp.core.evaluate import comm_time, evaluate, ideal_switch_time
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.result import SolveResult, Status, finite_json, solution_dict
+from topoopt_milp.core.routing import route as heuristic_route
+from topoopt_milp.core.topology import Ring, Routing, Topology, default_rings
+from topoopt_milp.methods.formulations import route
 
 GBPS = 100.0
 B = GBPS * 1.25e8
@@ -298,7 +298,7 @@ def test_lp_algorithms_agree(algo):
 
 
 def test_decompose_flow_cancels_cycles_and_covers_noise():
-    from topoopt_milp.formulations.flow_paths import decompose_flow
+    from topoopt_milp.methods.flow_paths import decompose_flow
 
     topo = Topology.from_link_list(4, [[0, 1, 1], [1, 2, 1], [2, 3, 1], [0, 3, 1], [1, 3, 1]])
     # source 0 sends 2 to node 2 and 1 to node 3, plus a cycle 1 -> 2 -> 3 -> 1 of 0.5 on

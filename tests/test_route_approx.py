@@ -9,16 +9,17 @@ import numpy as np
 import pytest
 from test_route import complete, hypercube, torus  # the same closed-form graphs
 
-from topoopt_milp import generators, registry
-from topoopt_milp.check import check_solution
-from topoopt_milp.evaluate import comm_time, evaluate
-from topoopt_milp.evaluate import shared_congestion as congestion
-from topoopt_milp.formulations import route
-from topoopt_milp.formulations.route_approx import approx_min_congestion
-from topoopt_milp.instance import make_instance
-from topoopt_milp.result import SolveResult, Status, finite_json, solution_dict
-from topoopt_milp.sndlib import read_sndlib
-from topoopt_milp.topology import Topology
+from topoopt_milp import registry
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.evaluate import comm_time, evaluate
+from topoopt_milp.core.evaluate import shared_congestion as congestion
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.result import SolveResult, Status, finite_json, solution_dict
+from topoopt_milp.core.sndlib import read_sndlib
+from topoopt_milp.core.topology import Topology
+from topoopt_milp.methods.formulations import route
+from topoopt_milp.methods.route_approx.method import approx_min_congestion
+from topoopt_milp.workloads import generators
 
 GBPS = 100.0
 B = GBPS * 1.25e8
@@ -161,7 +162,7 @@ def test_stdout_stays_clean():
     import subprocess
     import sys
 
-    code = ("from topoopt_milp.formulations.route_approx import approx_min_congestion as f;"
+    code = ("from topoopt_milp.methods.route_approx.method import approx_min_congestion as f;"
             "import numpy as np;"
             "f(3, np.array([[0,1],[1,2],[2,0]]), [np.array([0]), np.array([1]), np.array([2])],"
             " np.ones(3), np.ones((3, 3)))")

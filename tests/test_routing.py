@@ -2,15 +2,10 @@
 
 import pytest
 
-from topoopt_milp.evaluate import comm_time
-from topoopt_milp.instance import make_instance
-from topoopt_milp.routing import (
-    RoutingError,
-    all_shortest_paths,
-    coin_change_table,
-    route,
-)
-from topoopt_milp.topology import Topology
+from topoopt_milp.core.evaluate import comm_time
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.routing import RoutingError, all_shortest_paths, coin_change_table, route
+from topoopt_milp.core.topology import Topology
 
 
 def uniform(n, d, b=1.0):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from topoopt_milp.scope import ANALYTIC, Features, Scope
+from topoopt_milp.core.scope import ANALYTIC, Features, Scope
 
 CIRC = Features("t1", (1, 5), 1, True, 1, "r1")  # a circulant with TotientPerms rings
 DENSE = Features("t2", None, 3, False, 2, "r2")  # 3 parallel links, two free orders per group

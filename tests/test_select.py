@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from helpers import checked
 
-from topoopt_milp import generators, registry
-from topoopt_milp.circulant import totient_orders
-from topoopt_milp.evaluate import evaluate
-from topoopt_milp.formulations import select, select_flow
-from topoopt_milp.instance import make_instance
-from topoopt_milp.result import Status
+from topoopt_milp import registry
+from topoopt_milp.core.circulant import totient_orders
+from topoopt_milp.core.evaluate import evaluate
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.result import Status
+from topoopt_milp.methods.formulations import select, select_flow
+from topoopt_milp.workloads import generators
 
 S = 1.0e6  # bytes per all-to-all demand
 B = 100.0  # Gbps
@@ -382,6 +383,6 @@ def test_cpsat_integer_flows_are_not_claimed_optimal_above_the_true_optimum():
     assert cp.objective == pytest.approx(0.0101333, rel=1e-5)  # the integer-flow optimum
     assert cp.status is Status.FEASIBLE and cp.scope.restricted
     assert "integer flows" in cp.scope.describe()
-    from topoopt_milp.scope import Features
+    from topoopt_milp.core.scope import Features
 
     assert not cp.scope.covers(Features.of(inst, milp.topology, milp.routing))

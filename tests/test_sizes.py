@@ -1,4 +1,4 @@
-"""Each method's declared size limit and memory estimate (:mod:`topoopt_milp.sizes`): the
+"""Each method's declared size limit and memory estimate (:mod:`topoopt_milp.core.sizes`): the
 estimate follows the model actually built, and a request beyond either limit is refused at
 once, naming the size and the limit."""
 
@@ -8,10 +8,12 @@ import time
 
 import pytest
 
-from topoopt_milp import generators, registry, sizes
-from topoopt_milp.backends import pulp_backend
-from topoopt_milp.formulations import alloc, joint, route, select_flow
-from topoopt_milp.sizes import SizeError
+from topoopt_milp import registry
+from topoopt_milp.core import sizes
+from topoopt_milp.core.backends import pulp_backend
+from topoopt_milp.core.sizes import SizeError
+from topoopt_milp.methods.formulations import alloc, joint, route, select_flow
+from topoopt_milp.workloads import generators
 
 
 def _built_nonzeros(monkeypatch, module, name, count) -> list[int]:

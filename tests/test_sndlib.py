@@ -9,12 +9,12 @@ import pytest
 
 from topoopt_milp import registry
 from topoopt_milp.cli import main
-from topoopt_milp.evaluate import shared_congestion as congestion
-from topoopt_milp.instance import InstanceError
-from topoopt_milp.result import Status
-from topoopt_milp.sndlib import parse_sndlib, read_sndlib
-from topoopt_milp.topology import fixed_topology as sndlib_topology
-from topoopt_milp.topology import link_capacities
+from topoopt_milp.core.evaluate import shared_congestion as congestion
+from topoopt_milp.core.instance import InstanceError
+from topoopt_milp.core.result import Status
+from topoopt_milp.core.sndlib import parse_sndlib, read_sndlib
+from topoopt_milp.core.topology import fixed_topology as sndlib_topology
+from topoopt_milp.core.topology import link_capacities
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from topoopt_milp.cli import main
-from topoopt_milp.instance import Instance
+from topoopt_milp.core.instance import Instance
 from topoopt_milp.workloads.strategy import Strategy, data_parallel, parse_strategy, pipeline
 from topoopt_milp.workloads.traffic import Workload
 from topoopt_milp.workloads.zoo import dlrm, get_model

@@ -21,7 +21,7 @@ from topoopt_milp.bench.tables import (
 )
 from topoopt_milp.bench.views import table
 from topoopt_milp.cli import main
-from topoopt_milp.scope import Scope
+from topoopt_milp.core.scope import Scope
 
 ANY_TOTIENT = Scope(rings="totient").to_dict()
 CIRCULANT = Scope(topology="circulant", candidates=(1, 3), rings="totient").to_dict()

@@ -3,14 +3,8 @@
 import numpy as np
 import pytest
 
-from topoopt_milp.instance import make_instance
-from topoopt_milp.topology import (
-    Ring,
-    Routing,
-    Topology,
-    commodities_for,
-    default_rings,
-)
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.topology import Ring, Routing, Topology, commodities_for, default_rings
 
 
 def test_circulant_ring_degrees_and_diameter():

@@ -6,17 +6,17 @@ import numpy as np
 import pytest
 
 from topoopt_milp import registry
-from topoopt_milp.check import check_solution
-from topoopt_milp.evaluate import evaluate, ideal_switch_time
-from topoopt_milp.heuristics.totient import (
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.evaluate import evaluate, ideal_switch_time
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.result import Status, finite_json, solution_dict
+from topoopt_milp.core.topology import Topology
+from topoopt_milp.methods.heuristics.totient import (
     allreduce_topology,
     candidates,
     select_permutations,
     totient_jumps,
 )
-from topoopt_milp.instance import make_instance
-from topoopt_milp.result import Status, finite_json, solution_dict
-from topoopt_milp.topology import Topology
 
 B1 = 8e-9  # link_gbps giving 1 byte/s, so times equal bytes
 

@@ -17,12 +17,12 @@ from click.testing import CliRunner
 from topoopt_milp import registry
 from topoopt_milp.bench.reproduce import reference_table
 from topoopt_milp.bench.store import load_runs
-from topoopt_milp.check import check_solution
 from topoopt_milp.cli import main
-from topoopt_milp.instance import Instance, make_instance
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.instance import Instance, make_instance
+from topoopt_milp.core.result import finite_json, solution_dict
+from topoopt_milp.core.topology import Topology
 from topoopt_milp.pipeline import solve_checked
-from topoopt_milp.result import finite_json, solution_dict
-from topoopt_milp.topology import Topology
 
 LIBRARY = Path(__file__).resolve().parents[1] / "instances"
 DLRM8 = LIBRARY / "small" / "dlrm-n8-d4-s0.json"

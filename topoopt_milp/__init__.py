@@ -11,13 +11,13 @@ independent checker); knobs are keywords, validated by the method's parameter cl
     ('optimal', True)
 """
 
-from .errors import InputError
-from .instance import AllReduceGroup, Instance, InstanceError
-from .params import ParamError, SolveOptions
+from .core.errors import InputError
+from .core.instance import AllReduceGroup, Instance, InstanceError
+from .core.params import ParamError, SolveOptions
+from .core.result import SolveResult, Status
+from .core.scope import Scope
+from .core.topology import Routing, Topology
 from .pipeline import solve_checked as solve
-from .result import SolveResult, Status
-from .scope import Scope
-from .topology import Routing, Topology
 
 __version__ = "0.1.0"
 __all__ = [

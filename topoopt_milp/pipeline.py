@@ -5,10 +5,10 @@
 else. It
 
 1. solves through :func:`topoopt_milp.registry.solve` (warm starts, typed parameters);
-2. evaluates the solution (:func:`topoopt_milp.evaluate.evaluate`, the metrics of the solution
-   file) and summarises it for bound scopes (:class:`~topoopt_milp.scope.Features`);
+2. evaluates the solution (:func:`topoopt_milp.core.evaluate.evaluate`, the metrics of the solution
+   file) and summarises it for bound scopes (:class:`~topoopt_milp.core.scope.Features`);
 3. re-checks the solution file exactly as it would be written
-   (:func:`topoopt_milp.check.check_solution`, which shares no code with the solvers);
+   (:func:`topoopt_milp.core.check.check_solution`, which shares no code with the solvers);
 4. turns any violation into status ``error`` (the violations in ``violations`` and in the
    message): a solver's status is never trusted over the checker.
 """
@@ -19,12 +19,12 @@ import logging
 from typing import Any
 
 from . import registry
-from .check import check_solution
-from .evaluate import evaluate
-from .instance import Instance
-from .params import SolveOptions
-from .result import SolveResult, Status, finite_json, solution_dict
-from .scope import Features
+from .core.check import check_solution
+from .core.evaluate import evaluate
+from .core.instance import Instance
+from .core.params import SolveOptions
+from .core.result import SolveResult, Status, finite_json, solution_dict
+from .core.scope import Features
 
 log = logging.getLogger(__name__)
 

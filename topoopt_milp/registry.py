@@ -1,7 +1,7 @@
 """The methods: the built-in list, the plug-ins, and the one ``solve`` entry point.
 
-A method is one :class:`~topoopt_milp.spec.MethodSpec`, exported by its own module (see
-:mod:`topoopt_milp.spec`). The registry holds no knowledge of any method; it is
+A method is one :class:`~topoopt_milp.core.spec.MethodSpec`, exported by its own module (see
+:mod:`topoopt_milp.core.spec`). The registry holds no knowledge of any method; it is
 
 * :data:`BUILTIN`, one ``"module:NAME"`` reference per built-in method (adding a method means
   adding its module and one line here);
@@ -22,41 +22,41 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from . import sizes
-from .errors import InputError
-from .instance import Instance
-from .params import DeadlineExceeded, ParamError, SolveOptions, SolverParams
-from .result import SolveResult
-from .spec import KINDS, PROBLEMS, MethodSpec  # noqa: F401 - re-exported vocabulary
+from .core import sizes
+from .core.errors import InputError
+from .core.instance import Instance
+from .core.params import DeadlineExceeded, ParamError, SolveOptions, SolverParams
+from .core.result import SolveResult
+from .core.spec import KINDS, PROBLEMS, MethodSpec  # noqa: F401 - re-exported vocabulary
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "topoopt_milp.methods"
 
 BUILTIN = (
-    "topoopt_milp.heuristics.totient:SPEC",
-    "topoopt_milp.heuristics.topology_finder:SPEC",
-    "topoopt_milp.heuristics.baselines:EXPANDER",
-    "topoopt_milp.heuristics.baselines:DEMAND_GREEDY",
-    "topoopt_milp.heuristics.baselines:RING",
-    "topoopt_milp.heuristics.baselines:TORUS",
-    "topoopt_milp.heuristics.baselines:HYPERCUBE",
-    "topoopt_milp.heuristics.totient:SPEC_LP",
-    "topoopt_milp.heuristics.topology_finder:SPEC_LP",
-    "topoopt_milp.heuristics.baselines:EXPANDER_LP",
-    "topoopt_milp.heuristics.baselines:DEMAND_GREEDY_LP",
-    "topoopt_milp.formulations.select:MILP",
-    "topoopt_milp.formulations.select:CPSAT",
-    "topoopt_milp.formulations.alloc:MILP",
-    "topoopt_milp.formulations.alloc_benders:SPEC",
-    "topoopt_milp.lower_bounds:SPEC",
-    "topoopt_milp.heuristics.alloc_alternate:SPEC",
-    "topoopt_milp.formulations.alloc:CPSAT",
-    "topoopt_milp.formulations.route:SPEC",
-    "topoopt_milp.formulations.route_approx:SPEC",
-    "topoopt_milp.formulations.route_cpsat:SPEC",
-    "topoopt_milp.formulations.joint:MILP",
-    "topoopt_milp.formulations.joint:CPSAT",
+    "topoopt_milp.methods.heuristics.totient:SPEC",
+    "topoopt_milp.methods.heuristics.topology_finder:SPEC",
+    "topoopt_milp.methods.heuristics.baselines:EXPANDER",
+    "topoopt_milp.methods.heuristics.baselines:DEMAND_GREEDY",
+    "topoopt_milp.methods.heuristics.baselines:RING",
+    "topoopt_milp.methods.heuristics.baselines:TORUS",
+    "topoopt_milp.methods.heuristics.baselines:HYPERCUBE",
+    "topoopt_milp.methods.heuristics.totient:SPEC_LP",
+    "topoopt_milp.methods.heuristics.topology_finder:SPEC_LP",
+    "topoopt_milp.methods.heuristics.baselines:EXPANDER_LP",
+    "topoopt_milp.methods.heuristics.baselines:DEMAND_GREEDY_LP",
+    "topoopt_milp.methods.formulations.select:MILP",
+    "topoopt_milp.methods.formulations.select:CPSAT",
+    "topoopt_milp.methods.formulations.alloc:MILP",
+    "topoopt_milp.methods.alloc_benders.decomposition:SPEC",
+    "topoopt_milp.methods.lower_bounds:SPEC",
+    "topoopt_milp.methods.alloc_alternate.search:SPEC",
+    "topoopt_milp.methods.formulations.alloc:CPSAT",
+    "topoopt_milp.methods.formulations.route:SPEC",
+    "topoopt_milp.methods.route_approx.method:SPEC",
+    "topoopt_milp.methods.formulations.route_cpsat:SPEC",
+    "topoopt_milp.methods.formulations.joint:MILP",
+    "topoopt_milp.methods.formulations.joint:CPSAT",
 )
 
 
@@ -245,7 +245,7 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
     try:
         result = m.solve(instance, options)
     except DeadlineExceeded as exc:
-        from .formulations.certify import out_of_time
+        from .methods.result_step import out_of_time
 
         result = out_of_time(m.backend, instance, options, str(exc),
                              time.perf_counter() - started - warm_s)

@@ -56,9 +56,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .. import registry
-from ..instance import Instance
-from ..params import SolveOptions
-from ..result import finite_json
+from ..core.instance import Instance
+from ..core.params import SolveOptions
+from ..core.result import finite_json
 
 log = logging.getLogger(__name__)
 
@@ -232,8 +232,8 @@ def solve_record(instance: Instance, method: str, options: SolveOptions) -> dict
     columns of a store record (``status``, ``objective``, ``bound``, ``gap``, ``runtime_s``,
     ``backend``, ``metrics``, ``scope``, ``features``, ``error``, ...). A method that raises,
     or a solution the checker rejects, is an ``error`` with the reason in ``error``."""
+    from ..core.result import versions
     from ..pipeline import solve_checked
-    from ..result import versions
 
     out: dict[str, Any] = {"versions": versions()}
     try:

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from .. import registry
-from ..instance import Instance
+from ..core.instance import Instance
 from .child import solve_record
 from .gaps import run_gaps
 from .runner import check_settings, make_options

@@ -1,10 +1,10 @@
 """Which bound a run is measured against, and its gap: the one rule of every table.
 
 For a solved run ``r`` (status optimal or feasible, with its solution's
-:class:`~topoopt_milp.scope.Features`), the **best bound** is the largest bound ``b`` among
+:class:`~topoopt_milp.core.scope.Features`), the **best bound** is the largest bound ``b`` among
 
 * the bounds of the exact runs on the same instance (same content hash) and objective kind,
-  status not ``error``, whose :class:`~topoopt_milp.scope.Scope` *covers* ``r``'s solution
+  status not ``error``, whose :class:`~topoopt_milp.core.scope.Scope` *covers* ``r``'s solution
   (:meth:`Scope.covers`: topology space, ring space and routing), and
 * the analytic lower bound (``metrics.lower_bound_s``: ideal switch / Moore, valid for every
   topology, ring order and routing) for ``comm_time`` runs,
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..scope import ANALYTIC, Features, Scope
+from ..core.scope import ANALYTIC, Features, Scope
 
 SOLVED = ("optimal", "feasible")
 NEGATIVE_TOL = 1e-6  # relative excess of a covering bound over an objective: solver tolerance

@@ -18,7 +18,7 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 MAX_COMPONENT = 80  # characters: far below every file system's limit, suffix included
@@ -45,7 +45,7 @@ def file_component(text: object) -> str:
 def inside(root: str | Path, path: str | Path) -> Path:
     """``path`` resolved (symbolic links followed), after checking that it lies in ``root``.
 
-    Raises :class:`~topoopt_milp.errors.InputError` for a path that leaves ``root``."""
+    Raises :class:`~topoopt_milp.core.errors.InputError` for a path that leaves ``root``."""
     base = Path(root).resolve()
     full = (base / path).resolve()
     if not full.is_relative_to(base):

@@ -35,7 +35,7 @@ Workload-results contract (``iteration``): a run belongs to a workload when its 
 ``meta`` has a string ``"workload"`` (the model, e.g. ``"dlrm"``); the x value is
 ``meta["bandwidth_gbps"]`` when present, else the instance's ``link_gbps``; the y value is the
 run's ``metrics["iteration_time_s"]`` (compute time + communication time, see
-:func:`topoopt_milp.evaluate.iteration_time`). One line per method in each workload's panel,
+:func:`topoopt_milp.core.evaluate.iteration_time`). One line per method in each workload's panel,
 the seed mean at each bandwidth.
 """
 
@@ -57,7 +57,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from .. import registry  # noqa: E402
-from ..errors import InputError  # noqa: E402
+from ..core.errors import InputError  # noqa: E402
 from .gaps import SOLVED, run_gaps  # noqa: E402
 from .tables import instance_table, natural_key, shifted_geomean  # noqa: E402
 

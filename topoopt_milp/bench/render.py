@@ -36,7 +36,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 FORMATS = ("md", "latex", "csv", "json")
 

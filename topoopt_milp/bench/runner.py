@@ -57,12 +57,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
-from ..errors import InputError
-from ..instance import Instance, InstanceError
-from ..params import ParamError, SolveOptions, SolverParams
-from ..progress import progress_bar
+from ..core.errors import InputError
+from ..core.instance import Instance, InstanceError
+from ..core.params import ParamError, SolveOptions, SolverParams
 from .child import Task, error_record, execute, kill_live_children
 from .names import display_path
+from .progress import progress_bar
 from .store import Owner, RunStore, StoreError, run_key
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class InstanceFile:
 def read_instance_file(path: Path, explicit: bool = True) -> Instance | None:
     """The instance in ``path``; ``None`` for a JSON object that does not claim an instance
     format when the file was found by a folder search (``explicit`` false). Raises
-    :class:`~topoopt_milp.instance.InstanceError` naming the file and the cause otherwise."""
+    :class:`~topoopt_milp.core.instance.InstanceError` naming the file and the cause otherwise."""
     shown = display_path(path)
     if not path.is_file():
         raise InstanceError(f"{shown}: not a regular file")
@@ -255,7 +255,7 @@ def run_sweep(
     finished meanwhile counts as skipped. A store that cannot be written (full disk, read-only,
     corrupt) stops the sweep with a :class:`~.store.StoreError`; running children are killed
     and every row committed before stays. ``progress`` draws
-    :func:`~topoopt_milp.progress.progress_bar` named ``label``."""
+    :func:`~topoopt_milp.bench.progress.progress_bar` named ``label``."""
     t0 = time.perf_counter()
     if engine not in ("local", "dask"):
         raise InputError(f"engine: unknown engine {engine!r} (known: local, dask)")

@@ -36,11 +36,11 @@ Columns (see ``docs/benchmarking.md`` for how to read them): ``run_key``, ``inst
 restricted), ``method_backend``, ``backend``, ``backend_version``, ``params`` (JSON), ``seed``,
 ``time_limit``, ``status``, ``scope_status`` (a restricted model's status within its model),
 ``objective``, ``objective_kind``, ``bound``, ``scope`` (JSON, the bound's
-:class:`~topoopt_milp.scope.Scope`), ``features`` (JSON, the solution's
-:class:`~topoopt_milp.scope.Features`), ``gap``, ``runtime_s`` (the method's own), ``wall_s``
+:class:`~topoopt_milp.core.scope.Scope`), ``features`` (JSON, the solution's
+:class:`~topoopt_milp.core.scope.Features`), ``gap``, ``runtime_s`` (the method's own), ``wall_s``
 (process wall clock), ``versions`` (JSON), ``host``, ``error``, ``message``, ``started_at``,
 ``finished_at`` (UTC ISO-8601) and ``metrics`` (JSON, the
-:func:`~topoopt_milp.evaluate.evaluate` dictionary).
+:func:`~topoopt_milp.core.evaluate.evaluate` dictionary).
 """
 
 
@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .names import display_path
 
 if TYPE_CHECKING:  # pandas is imported lazily: sweep child processes never need it

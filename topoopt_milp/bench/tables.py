@@ -37,7 +37,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .gaps import SOLVED, routing_gaps, run_gaps
 from .render import join_tables, latex_label, render
 

@@ -1,6 +1,6 @@
 """The ``topoopt-milp`` command line (click). Commands live in one module per area; this
-module holds the group and sorts errors by kind (:mod:`topoopt_milp.errors`): bad user input
-(an :class:`~topoopt_milp.errors.InputError`, a missing file) is one line on stderr and exit
+module holds the group and sorts errors by kind (:mod:`topoopt_milp.core.errors`): bad user input
+(an :class:`~topoopt_milp.core.errors.InputError`, a missing file) is one line on stderr and exit
 code 2; anything else is a bug and shows its traceback (exit code 1)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 # Errors that are the user's input, not our bug: one line, exit code 2, no traceback.
 USER_ERRORS: tuple[type[Exception], ...] = (InputError, FileNotFoundError)

@@ -9,8 +9,8 @@ import click
 
 from .. import registry
 from ..bench.store import load_runs
-from ..instance import Instance
-from ..params import ParamError, SolverParams
+from ..core.instance import Instance
+from ..core.params import ParamError, SolverParams
 from . import main
 from .options import cores, deprecated_alias, jobs_option, knob_options, settings_from
 
@@ -209,8 +209,8 @@ def compare(instance_path, methods_text, time_limit, seed, threads, set_pairs, f
     objective with the best bound whose scope contains its solution (exact methods' bounds
     and the analytic lower bound)."""
     from ..bench.compare import compare_methods
+    from ..bench.progress import progress_bar
     from ..bench.tables import render
-    from ..progress import progress_bar
 
     instance = Instance.load(instance_path)
     settings = {"threads": threads, **settings_from(set_pairs)}

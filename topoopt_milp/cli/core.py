@@ -10,18 +10,12 @@ from pathlib import Path
 import click
 
 from .. import registry
-from ..check import check_solution
-from ..evaluate import evaluate
-from ..instance import Instance, InstanceError
-from ..params import ParamError, SolverParams
+from ..core.check import check_solution
+from ..core.evaluate import evaluate
+from ..core.instance import Instance, InstanceError
+from ..core.params import ParamError, SolverParams
+from ..core.result import SolutionError, Status, read_solution, result_from_solution, write_solution
 from ..pipeline import solve_checked
-from ..result import (
-    SolutionError,
-    Status,
-    read_solution,
-    result_from_solution,
-    write_solution,
-)
 from . import main
 from .options import deprecated_alias, given, knob_options, settings_from
 
@@ -53,7 +47,7 @@ def methods() -> None:
 
 def load_instance(path: str, fmt: str = "json", capacity: str = "file") -> Instance:
     if fmt == "sndlib":
-        from ..sndlib import read_sndlib
+        from ..core.sndlib import read_sndlib
 
         return read_sndlib(path, capacity=capacity)
     return Instance.load(path)
@@ -286,8 +280,8 @@ def _reroute(instance, res, routing, epsilon, time_limit, out, as_json) -> None:
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
               help="Output file (default: SOL.graphml / SOL.routing.csv / SOL.edgelist).")
 def export(solution_path, fmt, instance_path, out) -> None:
-    """Write the topology or routing of SOL.json for other tools (see topoopt_milp.interop)."""
-    from .. import interop
+    """Write the topology or routing of SOL.json for other tools (see topoopt_milp.core.interop)."""
+    from ..core import interop
 
     data = read_solution(solution_path)
     suffix = {"graphml": ".graphml", "routing": ".routing.csv", "edgelist": ".edgelist"}[fmt]

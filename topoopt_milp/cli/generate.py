@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .. import generators
-from ..instance import InstanceError
+from ..core.instance import InstanceError
+from ..workloads import generators
 from . import main
 
 _PATTERN_HELP = """Write a synthetic instance with traffic PATTERN as topoopt-instance/1 JSON.

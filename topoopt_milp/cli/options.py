@@ -1,4 +1,4 @@
-"""Command-line options generated from the parameter classes of :mod:`topoopt_milp.params`.
+"""Command-line options generated from the parameter classes of :mod:`topoopt_milp.core.params`.
 
 Every knob is declared once, as a field of a parameter class; this module turns fields into
 click options (``time_limit`` -> ``--time-limit``), with the field's help text, its allowed
@@ -18,7 +18,7 @@ from types import UnionType
 
 import click
 
-from ..params import Params
+from ..core.params import Params
 
 
 def _option_type(hint, choices):

@@ -1,6 +1,6 @@
 """`workload`, `cooptimize` and `cooptimize-table`: DNN models -> instances -> co-optimized
 strategies. The modelling lives in :mod:`topoopt_milp.workloads` and
-:mod:`topoopt_milp.cooptimize`; this module only parses options and writes files."""
+:mod:`topoopt_milp.workloads.cooptimize`; this module only parses options and writes files."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def workload(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes, g
     Models: dlrm, candle, bert, bert-large, ncf, resnet50, vgg16, gpt3-<size>
     (125m 350m 760m 1.3b 2.7b 6.7b 13b 175b). Default strategy: data parallel over all servers,
     embedding tables round-robin."""
-    from ..evaluate import ideal_switch_time
+    from ..core.evaluate import ideal_switch_time
     from ..workloads.strategy import parse_strategy
 
     w = _workload(model_name, n, gpus_per_server, batch, dtype_bytes, gpu, efficiency)
@@ -110,7 +110,7 @@ def _cost_options(f):
 
 
 def _search_options(f):
-    from ..cooptimize import CoOptConfig
+    from ..workloads.cooptimize import CoOptConfig
     from .options import knob_options
 
     opts = [
@@ -149,9 +149,9 @@ def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes,
 
     Progress goes to stderr; the final strategy's iteration time is compared with the ideal
     switch, full-bisection and cost-equivalent Fat-trees and a random expander."""
-    from ..cooptimize import CoOptConfig, final_instance, summary, write_outputs
-    from ..cooptimize import cooptimize as run
-    from ..progress import progress_bar
+    from ..bench.progress import progress_bar
+    from ..workloads.cooptimize import CoOptConfig, final_instance, summary, write_outputs
+    from ..workloads.cooptimize import cooptimize as run
     from ..workloads.fabrics import CostModel
     from ..workloads.strategy import parse_strategy
     from .bench import settings_from
@@ -252,7 +252,7 @@ def cooptimize_table(out, budget, k, seed, exact_method, exact_time_limit, exact
                      alt_rounds, alt_time_limit, alt_polish_time_limit, only):
     """Regenerate the workloads results table (DLRM, CANDLE at n=128; BERT, VGG at n=16;
     d in {4, 8}; B = 100 Gbps)."""
-    from ..cooptable import DEFAULT_CONFIGS, TableConfig, build_table, write_table
+    from ..bench.cooptable import DEFAULT_CONFIGS, TableConfig, build_table, write_table
 
     tc = TableConfig(budget=budget, k=k, seed=seed, exact_method=exact_method,
                      exact_time_limit=exact_time_limit, exact_max_n=exact_max_n,

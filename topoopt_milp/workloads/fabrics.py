@@ -1,7 +1,7 @@
 """Reference fabrics for iteration-time comparisons: ideal switch, Fat-trees, random expander.
 
 * **Ideal switch** at ``d B`` per server: ``T_comm = max_i max(out_i, in_i) / (d B)``
-  (:func:`~topoopt_milp.evaluate.ideal_switch_time`), a lower bound for every ``d``-port
+  (:func:`~topoopt_milp.core.evaluate.ideal_switch_time`), a lower bound for every ``d``-port
   direct-connect topology.
 * **Full-bisection Fat-tree** at per-server bandwidth ``X``: non-blocking, so only the server
   links limit: ``T_comm = max_i max(out_i, in_i) / X``. At ``X = d B`` ("equal total
@@ -35,10 +35,10 @@ import networkx as nx
 import numpy as np
 
 from .. import registry
-from ..evaluate import comm_time, ideal_switch_time
-from ..heuristics.baselines import fat_tree_time
-from ..instance import Instance
-from ..topology import Ring, Topology
+from ..core.evaluate import comm_time, ideal_switch_time
+from ..core.instance import Instance
+from ..core.topology import Ring, Topology
+from ..methods.heuristics.baselines import fat_tree_time
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def expander_comm_time(instance: Instance, seed: int = 0) -> float:
     """``T_comm`` on a random ``d``-regular expander (the registry's ``expander`` links when
     available, else a seeded :func:`networkx.random_regular_graph`), every AllReduce group on
     a nearest-neighbour ring (:func:`greedy_rings`) and shortest-path routing."""
-    from ..routing import route
+    from ..core.routing import route
 
     topo = None
     if registry.available("expander"):

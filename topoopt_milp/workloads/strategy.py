@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .zoo import Model
 
 STRATEGY_FORMAT = "topoopt-strategy/1"

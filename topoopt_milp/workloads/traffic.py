@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InputError
-from ..instance import AllReduceGroup, Instance
+from ..core.errors import InputError
+from ..core.instance import AllReduceGroup, Instance
 from .compute import GPU, GPUS, ComputeModel
 from .strategy import Strategy
 from .zoo import Model

@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from topoopt_milp.evaluate import ideal_switch_time, objective_value
-from topoopt_milp.params import Params, knob
-from topoopt_milp.result import SolveResult, Status
-from topoopt_milp.routing import route
-from topoopt_milp.scope import Scope
-from topoopt_milp.spec import MethodSpec
-from topoopt_milp.topology import Topology, default_rings
+from topoopt_milp.core.evaluate import ideal_switch_time, objective_value
+from topoopt_milp.core.params import Params, knob
+from topoopt_milp.core.result import SolveResult, Status
+from topoopt_milp.core.routing import route
+from topoopt_milp.core.scope import Scope
+from topoopt_milp.core.spec import MethodSpec
+from topoopt_milp.core.topology import Topology, default_rings
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,2 @@
+"""alloc-benders: the metric-inequality decomposition (decomposition.py)
+and its master problem (master.py)."""

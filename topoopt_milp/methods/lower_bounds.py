@@ -1,0 +1,69 @@
+"""``lower-bounds``: the best valid lower bound of a ring scope, as a method (no solution).
+
+The bounds themselves are :mod:`topoopt_milp.methods.bounds.counting` (with their validity
+proofs); this module
+is the method: it reports the largest of them for the ``rings`` scope, plus the alloc-benders
+master's bound after ``master_time`` seconds, stored like any run so that tables measure every
+covered solution against it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from ..core.backends.pulp_backend import BackendOutcome
+from ..core.instance import Instance
+from ..core.params import RINGS_HELP, Params, SolveOptions, knob
+from ..core.result import SolveResult, Status
+from ..core.scope import Scope, ring_scope
+from ..core.sizes import dense_estimate
+from ..core.spec import MethodSpec
+from .alloc_benders.decomposition import master_bound
+from .bounds.counting import BOUNDS
+from .result_step import honest_result
+
+
+@dataclass(frozen=True)
+class LowerBoundParams(Params):
+    """lower-bounds: which ring space the bound covers, and the Benders master's budget."""
+
+    rings: str = knob("choose", RINGS_HELP, choices=("choose", "any"))
+    master_time: float = knob(0.0, "lower-bounds: seconds for the alloc-benders master's bound "
+                                   "(0: only the cheap bounds).", minimum=0)
+
+
+def bound_scope(instance: Instance | None, options: SolveOptions) -> Scope:
+    """Every topology with the port budget; the TotientPerms orders (``rings=choose``) or
+    any ring order (``rings=any``); fractional routing."""
+    return Scope(**ring_scope(options.method.rings))
+
+
+def solve(instance: Instance, options: SolveOptions) -> SolveResult:
+    """``lower-bounds``: the best of the cheap bounds for the ``rings`` scope (``choose``: the
+    TotientPerms orders, alloc-milp's ring space; ``any``: every ring order), plus the
+    alloc-benders master's bound after ``master_time`` seconds (``choose`` only; 0: skipped).
+    Returns no solution, only the bound and its scope (status ``no_solution``), so that
+    tables measure every covered solution against it."""
+    t0 = time.perf_counter()
+    p = options.method
+    scope_name = "totient" if p.rings == "choose" else "any"
+    values = {name: f(instance) for name, (f, sc) in BOUNDS.items()
+              if sc == "any" or sc == scope_name}
+    if p.master_time > 0 and scope_name == "totient":
+        values["benders_master"] = master_bound(instance, p.master_time)
+    values = {k: v for k, v in values.items() if math.isfinite(v)}
+    name = max(values, key=values.get)
+    note = "; ".join(f"{k} {v:.6g}" for k, v in sorted(values.items(), key=lambda kv: -kv[1]))
+    outcome = BackendOutcome(Status.NO_SOLUTION, None, None, time.perf_counter() - t0,
+                             "analytic", "", {}, f"best: {name}; {note}")
+    return honest_result("lower-bounds", instance, options, outcome, None, None,
+                   scope=bound_scope(instance, options), runtime=time.perf_counter() - t0,
+                   bound=values[name], info={"bounds_s": values, "best": name})
+
+
+SPEC = MethodSpec(
+    "lower-bounds", "alloc", "exact", "analytic", LowerBoundParams, solve,
+    "lower bounds only (no solution): port-aware hop counting, cut-sets, ideal switch, Moore, "
+    "optionally the Benders master", scope=bound_scope, memory=lambda i, o: dense_estimate(i))

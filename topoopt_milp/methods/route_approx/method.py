@@ -1,0 +1,313 @@
+"""``route-approx``: minimum congestion within ``1 + eps``, with a certified bound.
+
+The problem is the max-concurrent-flow LP of :mod:`.route` (model units)::
+
+    min U  s.t.  every commodity k = (s, t) sends d_k = D[s, t] on paths from s to t,
+                 load(r) = sum of the flow on the arcs of resource r <= U cap(r)
+
+A resource is one arc (duplex links) or the arcs sharing one capacity (an SNDlib link).
+
+The certified lower bound (weak duality)
+----------------------------------------
+For resource lengths ``mu >= 0`` (arc length ``l(a) = mu_r`` for the resource ``r`` of ``a``)
+and *any* routing with congestion ``U``::
+
+    sum_k d_k dist_l(s_k, t_k) <= sum_a l(a) load(a) = sum_r mu_r load(r) <= U sum_r mu_r cap(r)
+
+because every path of ``k`` is at least as long as its shortest path. Hence for every
+``mu >= 0``, ``U* >= LB(mu) = sum_k d_k dist_l(s_k, t_k) / sum_r mu_r cap(r)``. The lengths
+need not be optimal duals, only non-negative. Floating point cannot overstate the bound: a
+computed Dijkstra distance exceeds the true one by at most a factor ``(1 + u)^h`` along the
+true shortest path of ``h < n`` hops (``u = 2^-53``, one rounding per relaxation); the sums are
+``math.fsum`` (exactly rounded); products and the division round once each. The bound is
+multiplied by ``1 - 4 (n + 8) u``, which covers these ``n + 4`` roundings.
+
+Algorithm (chosen by measurement: ``docs/route_approx.md``)
+-----------------------------------------------------------
+Path-based column generation. Every pair keeps a *key path* (its path in the first
+shortest-path tree of its source) and gets alternative paths ``p`` with fractions ``x_p``;
+the key path carries ``1 - sum_p x_p``. Substituting the key path keeps the restricted master
+small and sparse::
+
+    min U  s.t.  base(r) + sum_p d_k(p) [|p ∩ r| - |key_k ∩ r|] x_p <= U cap(r)   (all r)
+                 sum_{p of k} x_p <= 1       (a row only for pairs with two or more
+                 0 <= x_p <= 1                alternatives; one alternative is a bound)
+
+``base(r)`` is the load of all key paths. The master is solved by HiGHS' interior point
+method without crossover, rebuilt every round from a pool that drops the columns the last
+solution does not use (:mod:`._approx_paths`). Pricing is one all-sources Dijkstra
+(:func:`scipy.sparse.csgraph.dijkstra`) at Wentges-smoothed lengths
+``alpha mu_best + (1 - alpha) mu_master``; it gives the bound above and, per pair, a
+shortest path that enters the master when it is shorter under the master's duals than every
+path the pair has (for an optimal master, the pair's dual is ``d_k`` times that minimum
+length, so this is exactly a negative reduced cost). At most ``max_cols`` columns enter per
+round, the most improving first; three more Dijkstra runs along the smoothing segment only
+improve the bound.
+
+Circulant symmetry: with a circulant topology and rotation-invariant demand, averaging any
+optimal routing over the ``n`` rotations keeps it optimal, so source 0 suffices. Its columns
+are whole shortest-path trees (Dantzig-Wolfe, primal simplex warm-started as trees arrive):
+one convexity row and one capacity row per
+difference class ``delta`` (``sum_{a of class delta} load_0(a) <= U L[0, delta]``). The bound
+then uses the rotation-invariant lengths ``mu_delta / n`` on the full graph and the *full*
+demand matrix, so it stays valid whatever the demand.
+
+The incumbent ``upper`` is always recomputed from the arc loads of the returned fractions.
+The run stops when ``(upper - lower) / upper <= eps``, when no column improves (the master
+is then optimal), at ``time_limit`` or at ``max_iter``, returning incumbent and bound.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy
+
+from ...core.backends.pulp_backend import BackendOutcome, highs_version
+from ...core.errors import InputError
+from ...core.instance import Instance
+from ...core.params import RINGS_HELP, Params, SolveOptions, knob
+from ...core.result import SolveResult, Status
+from ...core.sizes import dense_estimate
+from ...core.spec import MethodSpec
+from .. import model_data as _exact
+from . import common as core
+from .common import ApproxResult
+from .paths import solve_paths
+
+OPTIMAL_GAP = 1e-6  # a certified gap this small is reported as optimal (LP tolerances)
+
+__all__ = ["SPEC", "ApproxResult", "RouteApproxParams", "approx_min_congestion", "solve"]
+
+
+@dataclass(frozen=True)
+class RouteApproxParams(Params):
+    """route-approx: the certified (1 + epsilon)-approximate route LP."""
+
+    epsilon: float = knob(0.01, "route-approx: target certified gap (upper - lower) / upper.",
+                          positive=True, maximum=0.999)
+    formulation: str = knob("auto", "route-approx: auto (circulant reduction when it applies), "
+                                    "source (paths), symmetric.",
+                            choices=("auto", "source", "symmetric"))
+    rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
+
+
+def approx_min_congestion(
+    n: int,
+    arcs: np.ndarray,
+    res_arcs,
+    res_cap: np.ndarray,
+    demand: np.ndarray,
+    epsilon: float = 0.01,
+    time_limit: float | None = None,
+    symmetric: bool = False,
+    max_iter: int = 1000,
+    max_cols: int | None = None,
+    init_rounds: int = 1,
+    seed: int = 0,
+) -> ApproxResult:
+    """Minimum congestion within ``1 + epsilon``, with a certified bound (module docstring).
+
+    Parameters
+    ----------
+    n : number of nodes.
+    arcs : ``(m, 2)`` int array of distinct directed arcs ``(u, v)``.
+    res_arcs : sequence of int arrays, the arcs of each capacity resource; every arc in
+        exactly one resource.
+    res_cap : ``(R,)`` positive capacities.
+    demand : dense ``(n, n)`` matrix ``D[s, t] >= 0`` (the diagonal is ignored); every pair
+        with demand must be connected.
+    epsilon : target relative gap ``(upper - lower) / upper``.
+    time_limit : seconds; the incumbent and the best bound are returned when it runs out.
+    symmetric : the topology is circulant and the demand rotation-invariant (checked).
+    max_iter : pricing rounds at most.
+    max_cols : columns entering per round (default ``max(4 m, n^2 / 16)``).
+    """
+    t0 = time.perf_counter()
+    arcs = np.asarray(arcs, dtype=np.int64).reshape(-1, 2)
+    m = len(arcs)
+    D = np.array(demand, dtype=float)
+    if D.shape != (n, n):
+        raise ValueError(f"demand: expected an ({n}, {n}) matrix, got shape {D.shape}")
+    if (D < 0).any() or not np.isfinite(D).all():
+        raise ValueError("demand: volumes must be finite and non-negative")
+    np.fill_diagonal(D, 0.0)
+    res_cap = np.asarray(res_cap, dtype=float)
+    if len(res_cap) != len(res_arcs) or (res_cap <= 0).any():
+        raise ValueError("res_cap: need one positive capacity per resource")
+    res_of_arc = np.full(m, -1, dtype=np.int64)
+    for r, a in enumerate(res_arcs):
+        if (res_of_arc[np.asarray(a, dtype=np.int64)] >= 0).any():
+            raise ValueError(f"res_arcs: resource {r} shares an arc with another resource")
+        res_of_arc[np.asarray(a, dtype=np.int64)] = r
+    if (res_of_arc < 0).any():
+        raise ValueError("res_arcs: every arc needs a resource")
+    arc_id = np.full((n, n), -1, dtype=np.int64)
+    arc_id[arcs[:, 0], arcs[:, 1]] = np.arange(m)
+    if (arc_id[arcs[:, 0], arcs[:, 1]] != np.arange(m)).any():
+        raise ValueError("arcs: duplicate arcs (merge parallel links into one capacity)")
+    limits = core.Limits(t0, time_limit, max_iter, epsilon)
+    if symmetric:
+        if len(res_arcs) != m:
+            raise ValueError("symmetric: needs one resource per arc (no shared capacities)")
+        return _solve_trees(n, arcs, arc_id, res_of_arc, res_cap, D, limits)
+    if max_cols is None:
+        max_cols = max(4 * m, n * n // 16)
+    return solve_paths(n, arcs, arc_id, res_of_arc, res_cap, D, limits, max_cols, init_rounds,
+                       seed)
+
+
+# -- circulant case: source-0 trees (Dantzig-Wolfe) -----------------------------------------
+def _solve_trees(n, arcs, arc_id, res_of_arc, cap, D, limits) -> ApproxResult:
+    timings = dict.fromkeys(("setup", "master", "pricing", "columns"), 0.0)
+    t = time.perf_counter()
+    _check_circulant(n, arcs, cap[res_of_arc], D)
+    delta = (arcs[:, 1] - arcs[:, 0]) % n
+    classes, cls_of_arc = np.unique(delta, return_inverse=True)
+    ccap = np.zeros(len(classes))
+    ccap[cls_of_arc] = cap[res_of_arc]
+    C = len(classes)
+    sources = np.array([0])
+    pricer = core.Pricer(n, arcs, cls_of_arc, ccap, sources, D, D[:1], True)
+    h = core.master_highs(np.concatenate([[1.0], np.full(C, -np.inf)]), np.concatenate([[1.0], np.zeros(C)]),
+               1 + np.arange(C), ccap, "simplex")
+    trees, loads = [], []
+
+    def add(dist, pred):
+        acc = core.tree_sum_up(core.tree_order(dist), pred, D[:1], sources)[0]
+        v = np.flatnonzero((pred[0] >= 0) & (acc > 0))
+        a = arc_id[pred[0, v], v]
+        cl = np.bincount(cls_of_arc[a], weights=acc[v], minlength=C)
+        nz = np.flatnonzero(cl > 0)
+        h.addCols(1, np.zeros(1), np.zeros(1), np.array([np.inf]), 1 + len(nz),
+                  np.array([0], np.int32), np.concatenate([[0], 1 + nz]).astype(np.int32),
+                  np.concatenate([[1.0], cl[nz]]))
+        trees.append(pred[0].copy())
+        loads.append(cl)
+
+    mu0 = core.normalise(1.0 / ccap, ccap, None)
+    dist, pred, lb = pricer(mu0)
+    if not np.isfinite(dist).all():
+        raise ValueError("demand: a pair with demand is not connected")
+    bound = pricer.bound(lb, mu0)
+    add(dist, pred)
+    timings["setup"] = time.perf_counter() - t
+    history, status, alpha, it, x = [], "iteration_limit", core.ALPHA, 0, np.array([0.0, 1.0])
+    while it < limits.max_iter:
+        it += 1
+        t = time.perf_counter()
+        stop = core.run_master(h, limits)
+        timings["master"] += time.perf_counter() - t
+        if stop:  # keep the last master solution
+            status = stop
+            break
+        sol = h.getSolution()
+        x, y = np.asarray(sol.col_value), np.asarray(sol.row_dual)
+        cl = np.stack(loads).T @ np.clip(x[1:], 0, None)
+        upper = float((cl / ccap).max())
+        mu = core.normalise(-y[1:], ccap, mu0)
+        dist, pred = bound.price(alpha, mu, timings)
+        history.append((it, upper, bound.lb, limits.elapsed(), len(trees)))
+        status = limits.stop(upper, bound.lb)
+        if status:
+            break
+        acc = core.tree_sum_up(core.tree_order(dist), pred, D[:1], sources)[0]
+        v = np.flatnonzero(pred[0] >= 0)
+        cost = float((acc[v] * mu[cls_of_arc[arc_id[pred[0, v], v]]]).sum())
+        if cost >= y[0] - core.PRICE_TOL * abs(y[0]):
+            if alpha == 0.0:
+                status = "optimal"
+                break
+            alpha = 0.0
+            continue
+        alpha = core.ALPHA
+        t = time.perf_counter()
+        add(dist, pred)
+        timings["columns"] += time.perf_counter() - t
+    w = np.zeros(len(trees))
+    w[: len(x) - 1] = np.clip(x[1:], 0.0, None)
+    w[w <= 1e-9 * w.sum()] = 0.0
+    w = w / w.sum() if w.sum() > 0 else np.eye(len(trees))[0]
+    cl = np.stack(loads).T @ w
+    arc_load = cl[cls_of_arc]  # the rotated routing puts the class total on every arc
+    upper = float((np.bincount(res_of_arc, weights=arc_load, minlength=len(cap)) / cap).max())
+    timings["total"] = limits.elapsed()
+    return ApproxResult(
+        n=n, upper=upper, lower=min(bound.lb, upper), symmetric=True, sources=sources,
+        key=np.zeros((0, n), np.int64), alt_src=np.zeros(0, np.int64),
+        alt_dst=np.zeros(0, np.int64), alt_ptr=np.zeros(1, np.int64),
+        alt_nodes=np.zeros(0, np.int64), alt_frac=np.zeros(0), trees=np.stack(trees),
+        tree_weight=w, lengths=bound.mu[cls_of_arc] / n, arc_load=arc_load, iterations=it,
+        status=status, timings=timings, history=history,
+    )
+
+
+def _check_circulant(n, arcs, cap_arc, D) -> None:
+    cap = np.zeros((n, n))
+    cap[arcs[:, 0], arcs[:, 1]] = cap_arc
+    for i in range(1, n):
+        if not np.array_equal(cap[i], np.roll(cap[0], i)):
+            raise ValueError("symmetric: the topology is not circulant")
+        if not np.allclose(D[i], np.roll(D[0], i), rtol=1e-12, atol=0):
+            raise ValueError("symmetric: the demand is not rotation-invariant")
+
+
+# -- the method ``route-approx`` ----------------------------------------------------------------
+def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
+    """``route-approx``: :func:`approx_min_congestion` on the route problem of ``instance``.
+
+    The topology, ring orders, commodities and capacity resources are those of ``route-milp``
+    (:func:`.route.build_problem`); ``epsilon`` (default 0.01) is the target gap;
+    ``formulation = "source"`` turns the circulant reduction off. The objective is
+    recomputed from the returned routing, the bound is the certified lower bound in seconds,
+    and the status is ``optimal`` only when the certified gap is below ``OPTIMAL_GAP``."""
+    from ..formulations import route
+
+    t0 = time.perf_counter()
+    eps = options.method.epsilon
+    form = options.method.formulation
+    P = route.build_problem(instance, options)
+    sym = form != "source" and route.symmetric_applies(P)
+    if form == "symmetric" and not sym:
+        raise InputError("formulation: the symmetric reduction needs a circulant topology and "
+                         "rotation-invariant traffic")
+    res = approx_min_congestion(instance.n, P.arcs, P.res_arcs, P.res_cap, P.D, float(eps),
+                                options.time_left(), symmetric=sym, seed=options.seed)
+    t = time.perf_counter()
+    pair_paths = {(s, t): paths for s, t, paths in res.pair_paths(P.D)}
+    routing = _exact.routing_from_pair_paths(instance, P.topology, P.rings, pair_paths,
+                                             options.seed)
+    assemble = time.perf_counter() - t
+    status = Status.OPTIMAL if res.gap <= OPTIMAL_GAP else Status.FEASIBLE
+    tm = ", ".join(f"{k} {v:.2f}" for k, v in res.timings.items())
+    note = (f"formulation={'symmetric' if sym else 'paths'}; epsilon={float(eps):g}; "
+            f"certified gap {res.gap:.3g} after {res.iterations} rounds ({res.status}); "
+            f"times [s]: {tm}, routing {assemble:.2f}")
+    outcome = BackendOutcome(status, res.upper, res.lower, res.timings["total"], "approx-cg",
+                             f"highspy {highs_version()}, scipy {scipy.__version__}", {})
+    return route.finish("route-approx", P, options, outcome, routing,
+                        res.upper * P.sec_per_unit, res.lower * P.sec_per_unit,
+                        time.perf_counter() - t0, note=note)
+
+
+def solve(instance: Instance, options: SolveOptions) -> SolveResult:
+    """``route-approx`` (see :func:`_solve`), with the shortest-path incumbent when its time
+    limit runs out while the problem is built."""
+    from ..formulations.route import with_shortest_path_fallback
+
+    return with_shortest_path_fallback(_solve)(instance, options)
+
+
+def _scope(instance, options):
+    from ..formulations.route import bound_scope
+
+    return bound_scope(instance, options)
+
+
+SPEC = MethodSpec(
+    "route-approx", "route", "exact", "approx", RouteApproxParams, solve,
+    "(1+eps)-approximate min-congestion routing on a fixed topology: path column generation "
+    "with a certified Lagrangian bound", scope=_scope,
+    memory=lambda i, o: dense_estimate(i))

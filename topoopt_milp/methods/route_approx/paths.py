@@ -1,0 +1,250 @@
+"""Path column generation for :mod:`.route_approx` (the general, non-circulant case).
+
+Every pair ``k = (s, t)`` keeps a *key path* (its path in the first shortest-path tree of
+``s``) and a pool of alternative paths ``p`` with fractions ``x_p``; the key path carries
+``1 - sum_p x_p``. With the key paths substituted the restricted master is::
+
+    min U  s.t.  base(r) + sum_p d_k [|p ∩ r| - |key_k ∩ r|] x_p <= U cap(r)   (every r)
+                 sum_{p of k} x_p <= 1    (a row only for pairs with two or more
+                 0 <= x_p <= 1             alternatives; one alternative is a bound)
+
+where ``base(r)`` is the load of all key paths. It is solved by HiGHS' interior point method
+without crossover: the master is highly degenerate (primal simplex needed thousands of
+iterations per round, see ``docs/route_approx.md``) and well-centred duals price better. As
+the interior point method does not warm-start, the master is rebuilt every round from the
+pool, and columns the last solution does not use (``x_p <= PRUNE``) leave the pool; the last
+solution stays feasible, so the master value never rises. A pair gets a new column when its
+shortest path under the master's duals is shorter than every path it has: for an optimal
+master the pair's dual is ``d_k`` times that minimum length, so this is a negative reduced
+cost, and the master is optimal when no pair has one.
+"""
+
+from __future__ import annotations
+
+import time
+
+import highspy
+import numpy as np
+
+from .common import (
+    ALPHA,
+    PRICE_TOL,
+    ApproxResult,
+    Limits,
+    Pricer,
+    master_highs,
+    normalise,
+    paths_back,
+    run_master,
+    tree_order,
+    tree_sum_down,
+    tree_sum_up,
+)
+
+PRUNE = 1e-6  # a column with a smaller fraction in the last master leaves the pool
+
+
+class _Pool:
+    """Alternative paths (ragged arrays): pair ``(src[j], dst[j])`` (source index, node),
+    nodes ``nodes[ptr[j]:ptr[j + 1]]``, capacity coefficients ``cres/cval[cptr[j]:...]``."""
+
+    def __init__(self):
+        z = np.zeros(0, np.int64)
+        self.src, self.dst, self.nodes, self.ptr = z, z, z, np.zeros(1, np.int64)
+        self.cres, self.cval, self.cptr = z, np.zeros(0), np.zeros(1, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def extend(self, src, dst, nodes, ptr, cres, cval, cptr) -> None:
+        self.src = np.concatenate([self.src, src])
+        self.dst = np.concatenate([self.dst, dst])
+        self.nodes = np.concatenate([self.nodes, nodes])
+        self.ptr = np.concatenate([self.ptr, self.ptr[-1] + ptr[1:]])
+        self.cres = np.concatenate([self.cres, cres])
+        self.cval = np.concatenate([self.cval, cval])
+        self.cptr = np.concatenate([self.cptr, self.cptr[-1] + cptr[1:]])
+
+    def take(self, idx: np.ndarray) -> _Pool:
+        out = _Pool()
+        out.src, out.dst = self.src[idx], self.dst[idx]
+        out.nodes, out.ptr = _take(self.nodes, self.ptr, idx)
+        sel, out.cptr = _take(np.arange(len(self.cres)), self.cptr, idx)
+        out.cres, out.cval = self.cres[sel], self.cval[sel]
+        return out
+
+    def arcs(self, arc_id):
+        """Arc of every hop, and the column owning it."""
+        owner = np.repeat(np.arange(len(self)), np.diff(self.ptr))
+        same = owner[:-1] == owner[1:]
+        return arc_id[self.nodes[:-1][same], self.nodes[1:][same]], owner[:-1][same]
+
+
+def _take(flat, ptr, idx):
+    """Segments ``idx`` of a ragged array."""
+    lens = np.diff(ptr)[idx]
+    new_ptr = np.concatenate([[0], np.cumsum(lens)])
+    pos = np.repeat(ptr[idx] - new_ptr[:-1], lens) + np.arange(new_ptr[-1])
+    return flat[pos], new_ptr
+
+
+def _coefficients(vol, nodes, ptr, knodes, kptr, arc_id, res_of_arc, R):
+    """Capacity coefficients ``vol * (|p ∩ r| - |key ∩ r|)`` per column (common arcs cancel),
+    as ``(cres, cval, cptr)``."""
+    C = len(vol)
+
+    def entries(nd, pt, sign):
+        owner = np.repeat(np.arange(C), np.diff(pt))
+        same = owner[:-1] == owner[1:]
+        a = arc_id[nd[:-1][same], nd[1:][same]]
+        return owner[:-1][same], res_of_arc[a], sign * vol[owner[:-1][same]]
+
+    o1, r1, v1 = entries(nodes, ptr, 1.0)
+    o2, r2, v2 = entries(knodes, kptr, -1.0)
+    keyv, inv = np.unique(np.concatenate([o1 * R + r1, o2 * R + r2]), return_inverse=True)
+    val = np.bincount(inv, weights=np.concatenate([v1, v2]))
+    own = keyv // R
+    nz = np.abs(val) > 1e-14 * vol[own]
+    own, res, val = own[nz], keyv[nz] % R, val[nz]
+    return res, val, np.searchsorted(own, np.arange(C + 1))
+
+
+def _master(pool: _Pool, base, cap, n) -> highspy.Highs:
+    """The restricted master of ``pool`` (column 0 is ``U``)."""
+    R, C = len(cap), len(pool)
+    pair = pool.src * n + pool.dst
+    _, inv, counts = np.unique(pair, return_inverse=True, return_counts=True)
+    multi = counts[inv] >= 2
+    rank = np.cumsum(counts >= 2) - 1  # conv row of each multi-path pair
+    nconv = int((counts >= 2).sum())
+    h = master_highs(np.concatenate([np.full(R, -np.inf), np.full(nconv, -np.inf)]),
+                     np.concatenate([-base, np.ones(nconv)]), np.arange(R), cap, "ipm")
+    if C:
+        lens = np.diff(pool.cptr) + multi
+        starts = np.concatenate([[0], np.cumsum(lens)])[:-1]
+        idx = np.empty(int(lens.sum()), np.int64)
+        val = np.empty(len(idx))
+        cap_pos = np.repeat(starts, np.diff(pool.cptr)) + (
+            np.arange(len(pool.cres)) - np.repeat(pool.cptr[:-1], np.diff(pool.cptr)))
+        idx[cap_pos], val[cap_pos] = pool.cres, pool.cval
+        conv_pos = starts[multi] + np.diff(pool.cptr)[multi]
+        idx[conv_pos], val[conv_pos] = R + rank[inv[multi]], 1.0
+        h.addCols(C, np.zeros(C), np.zeros(C), np.ones(C), len(idx), starts.astype(np.int32),
+                  idx.astype(np.int32), val)
+    return h
+
+
+def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: int,
+                init_rounds: int, seed: int) -> ApproxResult:
+    timings = dict.fromkeys(("setup", "master", "pricing", "columns"), 0.0)
+    t = time.perf_counter()
+    m, R = len(arcs), len(cap)
+    sources = np.flatnonzero(D.sum(axis=1) > 0)
+    rows = D[sources]
+    pricer = Pricer(n, arcs, res_of_arc, cap, sources, D, rows, False)
+    mu0 = normalise(1.0 / cap, cap, None)
+    dist, key, lb = pricer(mu0)
+    if not np.isfinite(np.where(rows > 0, dist, 0.0)).all():
+        raise ValueError("demand: a pair with demand is not connected")
+    bound = pricer.bound(lb, mu0)
+    key_order = tree_order(dist)
+    acc = tree_sum_up(key_order, key, rows, sources)
+    kk, vv = np.nonzero((key >= 0) & (acc > 0))
+    base_arc = np.bincount(arc_id[key[kk, vv], vv], weights=acc[kk, vv], minlength=m)
+    base = np.bincount(res_of_arc, weights=base_arc, minlength=R)
+    pool = _Pool()
+
+    def add(ks, ts, pred):
+        nodes, ptr = paths_back(pred, ks, ts, sources)
+        knodes, kptr = paths_back(key, ks, ts, sources)
+        coef = _coefficients(rows[ks, ts], nodes, ptr, knodes, kptr, arc_id, res_of_arc, R)
+        pool.extend(ks, ts, nodes, ptr, *coef)
+
+    # diversify: trees under randomly perturbed lengths give pairs equally short alternatives
+    rng = np.random.default_rng(seed)
+    for _ in range(init_rounds):
+        mu_r = mu0 * rng.uniform(1.0, 1.5, size=R)
+        dist_r, pred_r, _ = pricer(mu_r)
+        lr = mu_r[res_of_arc]
+        new_len = tree_sum_down(tree_order(dist_r), pred_r, lr, arc_id, sources)
+        old_len = tree_sum_down(key_order, key, lr, arc_id, sources)
+        ks, ts = np.nonzero((rows > 0) & (new_len < old_len * (1 - 1e-12)))
+        if len(ks):
+            add(ks, ts, pred_r)
+    timings["setup"] = time.perf_counter() - t
+    history, status, alpha, it = [], "iteration_limit", ALPHA, 0
+    last_pool, x = _Pool(), np.zeros(1)
+    while it < limits.max_iter:
+        it += 1
+        t = time.perf_counter()
+        h = _master(pool, base, cap, n)
+        stop = run_master(h, limits)
+        timings["master"] += time.perf_counter() - t
+        if stop:  # keep the last master solution
+            status = stop
+            break
+        sol = h.getSolution()
+        last_pool, x = pool, np.asarray(sol.col_value)
+        upper = float(((np.asarray(sol.row_value)[:R] + cap * x[0] + base) / cap).max())
+        mu = normalise(-np.asarray(sol.row_dual)[:R], cap, mu0)
+        dist, pred = bound.price(alpha, mu, timings)
+        history.append((it, upper, bound.lb, limits.elapsed(), len(pool)))
+        status = limits.stop(upper, bound.lb)
+        if status:
+            break
+        # which pairs have a path shorter (under the master duals) than all their paths?
+        t = time.perf_counter()
+        lm = mu[res_of_arc]
+        new_len = tree_sum_down(tree_order(dist), pred, lm, arc_id, sources)
+        have = tree_sum_down(key_order, key, lm, arc_id, sources)
+        if len(pool):
+            a, owner = pool.arcs(arc_id)
+            np.minimum.at(have, (pool.src, pool.dst),
+                          np.bincount(owner, weights=lm[a], minlength=len(pool)))
+        gain = np.where(rows > 0, rows * (have - new_len), 0.0)
+        cand = np.flatnonzero((gain > PRICE_TOL * rows * have).ravel())
+        if len(cand) == 0:
+            timings["columns"] += time.perf_counter() - t
+            if alpha == 0.0:
+                status = "optimal"  # no improving path at the master's own duals
+                break
+            alpha = 0.0  # mispricing at the smoothed point: price at the duals themselves
+            continue
+        alpha = ALPHA
+        if len(cand) > max_cols:
+            cand = cand[np.argpartition(-gain.ravel()[cand], max_cols)[:max_cols]]
+        pool = pool.take(np.flatnonzero(x[1:] > PRUNE))
+        ks, ts = np.divmod(cand, n)
+        add(ks, ts, pred)
+        timings["columns"] += time.perf_counter() - t
+    return _result(n, key_order, key, sources, rows, last_pool, x, arc_id, res_of_arc, cap,
+                   bound, it, status, timings, history, limits)
+
+
+def _result(n, key_order, key, sources, rows, pool, x, arc_id, res_of_arc, cap, bound, it,
+            status, timings, history, limits) -> ApproxResult:
+    """The routing of the last master solution, its loads and congestion recomputed."""
+    S, m = len(sources), int(arc_id.max()) + 1
+    frac = np.zeros(len(pool))
+    frac[: len(x) - 1] = np.clip(x[1:], 0.0, 1.0)
+    frac[frac <= PRUNE] = 0.0  # interior-point dust: the key path takes it
+    tot = np.zeros((S, n))
+    np.add.at(tot, (pool.src, pool.dst), frac)
+    over = tot[pool.src, pool.dst] > 1.0
+    frac[over] /= tot[pool.src, pool.dst][over]
+    tot = np.minimum(tot, 1.0)
+    acc = tree_sum_up(key_order, key, rows * (1.0 - tot), sources)
+    kk, vv = np.nonzero((key >= 0) & (acc > 0))
+    arc_load = np.bincount(arc_id[key[kk, vv], vv], weights=acc[kk, vv], minlength=m)
+    if len(pool):
+        a, owner = pool.arcs(arc_id)
+        arc_load += np.bincount(a, weights=(rows[pool.src, pool.dst] * frac)[owner], minlength=m)
+    upper = float((np.bincount(res_of_arc, weights=arc_load, minlength=len(cap)) / cap).max())
+    timings["total"] = limits.elapsed()
+    return ApproxResult(
+        n=n, upper=upper, lower=min(bound.lb, upper), symmetric=False, sources=sources,
+        key=key, alt_src=pool.src, alt_dst=pool.dst, alt_ptr=pool.ptr, alt_nodes=pool.nodes,
+        alt_frac=frac, trees=np.zeros((0, n), np.int64), tree_weight=np.zeros(0),
+        lengths=bound.mu[res_of_arc], arc_load=arc_load, iterations=it, status=status,
+        timings=timings, history=history,
+    )
