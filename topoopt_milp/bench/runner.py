@@ -58,6 +58,7 @@ from typing import Any
 
 from .. import registry
 from ..core.errors import InputError
+from ..core.files import read_input
 from ..core.instance import Instance, InstanceError
 from ..core.params import ParamError, SolveOptions, SolverParams
 from .child import Task, error_record, execute, kill_live_children
@@ -90,12 +91,9 @@ def read_instance_file(path: Path, explicit: bool = True) -> Instance | None:
     format when the file was found by a folder search (``explicit`` false). Raises
     :class:`~topoopt_milp.core.instance.InstanceError` naming the file and the cause otherwise."""
     shown = display_path(path)
-    if not path.is_file():
-        raise InstanceError(f"{shown}: not a regular file")
+    raw = read_input(path, InstanceError, shown=shown)  # the one rule: core/files.py
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise InstanceError(f"{shown}: cannot read ({exc.strerror})") from None
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InstanceError(f"{shown}: not valid JSON (not UTF-8 text)") from None
     except json.JSONDecodeError as exc:

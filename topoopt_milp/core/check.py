@@ -11,9 +11,15 @@ there cannot hide itself here. It lists every violation it finds:
 * commodities: exactly the MP demands and ring edges the instance and rings imply, with the
   right bytes;
 * paths: start at the source, end at the destination, follow existing links, fractions
-  non-negative and summing to 1;
+  non-negative and summing to 1 for every commodity with a volume; volumes non-negative (a
+  negative volume, or a negative fraction, would cancel load elsewhere: a time below the
+  ideal switch);
+* constraints the solution records it was solved under (``constraints``): at most
+  ``max_multiplicity`` parallel links per pair, the fixed ring orders and shares ``rings``;
 * numbers: no number anywhere in the solution is infinite or NaN;
 * fixed topology: when the instance fixes one (the route family), the solution uses it;
+  :func:`check_topology` checks a file without a routing (links, port budget, fixed
+  topology, its rings if any, constraints);
 * objective: the reported objective equals the one recomputed for its kind --
   ``comm_time`` ``max_a load(a) / (L_a B)`` (plus latency term), ``max_link_utilization``
   (per arc, or per undirected link when the instance's capacities are shared), ``diameter``
@@ -87,7 +93,7 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
     _non_finite(solution, problems)
     if problems:
         return problems[:20]
-    n, d = int(instance["n"]), int(instance["degree"])
+    n = int(instance["n"])
     status = solution.get("status")
     topo = solution.get("topology")
     routing = solution.get("routing")
@@ -98,72 +104,12 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
     if not isinstance(topo, dict) or not isinstance(routing, dict):
         return [f"status: {status!r} but the topology or routing is missing (or not an object)"]
 
-    # -- links and port budget ---------------------------------------------------------
-    links: dict[tuple[int, int], int] = defaultdict(int)
-    if topo.get("n") != n:
-        problems.append(f"topology.n: {topo.get('n')!r} != instance n {n}")
-    if not isinstance(topo.get("links"), list):
-        problems.append("topology.links: expected a list of [i, j, count]")
-    for k, row in enumerate(_list(topo.get("links"))):
-        i, j, c = (_int(x) for x in row) if isinstance(row, list) and len(row) == 3 else [None] * 3
-        if i is None or j is None or c is None:
-            problems.append(f"topology.links[{k}]: not [i, j, count]")
-            continue
-        if not (0 <= i < n and 0 <= j < n) or i == j or c <= 0:
-            problems.append(f"topology.links[{k}]: invalid link {row}")
-            continue
-        links[(i, j)] += c
-        links[(j, i)] += c
-    ports = [0] * n
-    for (i, _j), c in links.items():
-        ports[i] += c
-    regular = instance.get("regular", True)
-    for i, p in enumerate(ports):
-        if p > d:
-            problems.append(f"port budget: node {i} uses {p} ports > degree {d}")
-        elif regular and p != d:
-            problems.append(f"port budget: node {i} uses {p} ports, regular instance needs {d}")
+    links = _links(instance, topo, problems)
     fixed = instance.get("topology")
-    if fixed is not None:
-        want = {(int(i), int(j)): float(c) for i, j, c in fixed["links"]}
-        have = {(i, j): c for (i, j), c in links.items() if i < j}
-        if fixed.get("shared"):
-            extra = sorted(set(have) - set(want))
-            if extra:
-                problems.append(f"topology: link {extra[0]} is not in the instance's fixed topology")
-        elif have != {k: int(c) for k, c in want.items()}:
-            problems.append("topology: differs from the instance's fixed topology")
-
-    # -- rings -----------------------------------------------------------------------
-    groups = instance.get("allreduce", [])
-    shares: dict[int, float] = defaultdict(float)
-    expected: dict[tuple[str, int, int, int], float] = defaultdict(float)
     if not isinstance(routing.get("rings"), list):
         problems.append("routing.rings: expected a list of rings")
-    for k, ring in enumerate(_list(routing.get("rings"))):
-        ring = ring if isinstance(ring, dict) else {}
-        g, share = _int(ring.get("group")), _num(ring.get("share"))
-        order = [_int(x) for x in _list(ring.get("order"))]
-        if g is None or share is None or not isinstance(ring.get("order"), list) \
-                or None in order:
-            problems.append(f"routing.rings[{k}]: not a ring (group, order of node ids, share)")
-            continue
-        if not 0 <= g < len(groups):
-            problems.append(f"routing.rings[{k}]: unknown group {g}")
-            continue
-        if sorted(order) != sorted(groups[g]["members"]):
-            problems.append(f"routing.rings[{k}]: order is not a permutation of group {g}")
-            continue
-        if share < -ABS_TOL:
-            problems.append(f"routing.rings[{k}]: negative share {share}")
-        shares[g] += share
-        m = len(order)
-        vol = share * 2.0 * (m - 1) / m * float(groups[g]["bytes"])
-        for a in range(m):
-            expected[("ar", g, order[a], order[(a + 1) % m])] += vol
-    for g, grp in enumerate(groups):
-        if float(grp["bytes"]) > 0 and not _close(shares.get(g, 0.0), 1.0):
-            problems.append(f"routing.rings: shares of group {g} sum to {shares.get(g, 0.0)}, not 1")
+    expected = _rings(instance, _list(routing.get("rings")), problems)
+    problems += _constraints(solution, links, _list(routing.get("rings")))
     for k, (s, t, b) in enumerate(instance.get("mp", [])):
         expected[("mp", k, int(s), int(t))] += float(b)
 
@@ -186,6 +132,8 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
         if not (0 <= s < n and 0 <= t < n):
             problems.append(f"routing.commodities[{k}]: {s} -> {t} is out of range 0..{n - 1}")
             continue
+        if vol < 0:  # a negative volume would cancel load elsewhere: never a routing
+            problems.append(f"routing.commodities[{k}]: negative volume {vol} bytes")
         ends.append((s, t, vol))
         got[(kind, tag, s, t)] += vol
         total = 0.0
@@ -209,7 +157,7 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
                 load[(u, v)] += vol * frac
             if frac > ABS_TOL:
                 max_hops = max(max_hops, len(nodes) - 1)
-        if vol > 0 and not _close(total, 1.0):
+        if vol != 0 and not _close(total, 1.0):
             problems.append(f"routing.commodities[{k}]: fractions sum to {total}, not 1")
     for key in sorted(set(expected) | set(got)):
         want, have = expected.get(key, 0.0), got.get(key, 0.0)
@@ -256,6 +204,171 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
     else:
         return problems + [f"objective_kind: unknown {kind!r}"]
     return problems + _check_objective(solution, kind, value)
+
+
+def check_topology(instance: dict, solution: dict) -> list[str]:
+    """Return every violation of the topology of ``solution`` (a file without a routing).
+
+    Checks what :func:`check_solution` checks of a topology -- valid links, the port budget,
+    the instance's fixed topology, the recorded constraints -- and the AllReduce rings when
+    the file gives them (``routing.rings``); no commodity, path or objective is looked at.
+    Never raises on malformed input."""
+    if not isinstance(solution, dict):
+        return ["solution: expected a JSON object"]
+    problems: list[str] = []
+    _non_finite(solution, problems)
+    if problems:
+        return problems[:20]
+    topo = solution.get("topology")
+    if not isinstance(topo, dict):
+        return ["topology: missing (or not an object)"]
+    links = _links(instance, topo, problems)
+    routing = solution.get("routing")
+    rings = None
+    if routing is not None:
+        if not isinstance(routing, dict) or not isinstance(routing.get("rings"), list):
+            return problems + ["routing.rings: expected a list of rings"]
+        rings = routing["rings"]
+        _rings(instance, rings, problems)
+    return problems + _constraints(solution, links, rings)
+
+
+def _links(instance: dict, topo: dict, problems: list[str]) -> dict[tuple[int, int], int]:
+    """The link counts of ``topo`` (both directions), with the link, port-budget and
+    fixed-topology violations appended to ``problems``."""
+    n, d = int(instance["n"]), int(instance["degree"])
+    links: dict[tuple[int, int], int] = defaultdict(int)
+    if topo.get("n") != n:
+        problems.append(f"topology.n: {topo.get('n')!r} != instance n {n}")
+    if not isinstance(topo.get("links"), list):
+        problems.append("topology.links: expected a list of [i, j, count]")
+    for k, row in enumerate(_list(topo.get("links"))):
+        i, j, c = (_int(x) for x in row) if isinstance(row, list) and len(row) == 3 else [None] * 3
+        if i is None or j is None or c is None:
+            problems.append(f"topology.links[{k}]: not [i, j, count]")
+            continue
+        if not (0 <= i < n and 0 <= j < n) or i == j or c <= 0:
+            problems.append(f"topology.links[{k}]: invalid link {row}")
+            continue
+        links[(i, j)] += c
+        links[(j, i)] += c
+    ports = [0] * n
+    for (i, _j), c in links.items():
+        ports[i] += c
+    regular = instance.get("regular", True)
+    for i, p in enumerate(ports):
+        if p > d:
+            problems.append(f"port budget: node {i} uses {p} ports > degree {d}")
+        elif regular and p != d:
+            problems.append(f"port budget: node {i} uses {p} ports, regular instance needs {d}")
+    fixed = instance.get("topology")
+    if fixed is not None:
+        want = {(int(i), int(j)): float(c) for i, j, c in fixed["links"]}
+        have = {(i, j): c for (i, j), c in links.items() if i < j}
+        if fixed.get("shared"):
+            extra = sorted(set(have) - set(want))
+            if extra:
+                problems.append(f"topology: link {extra[0]} is not in the instance's fixed topology")
+        elif have != {k: int(c) for k, c in want.items()}:
+            problems.append("topology: differs from the instance's fixed topology")
+    return links
+
+
+def _rings(instance: dict, rings: list, problems: list[str]) -> dict:
+    """The ring-edge volumes the rings imply, ``("ar", group, u, v) -> bytes``, with the
+    ring violations appended to ``problems``."""
+    groups = instance.get("allreduce", [])
+    shares: dict[int, float] = defaultdict(float)
+    expected: dict[tuple[str, int, int, int], float] = defaultdict(float)
+    for k, ring in enumerate(rings):
+        ring = ring if isinstance(ring, dict) else {}
+        g, share = _int(ring.get("group")), _num(ring.get("share"))
+        order = [_int(x) for x in _list(ring.get("order"))]
+        if g is None or share is None or not isinstance(ring.get("order"), list) \
+                or None in order:
+            problems.append(f"routing.rings[{k}]: not a ring (group, order of node ids, share)")
+            continue
+        if not 0 <= g < len(groups):
+            problems.append(f"routing.rings[{k}]: unknown group {g}")
+            continue
+        if sorted(order) != sorted(groups[g]["members"]):
+            problems.append(f"routing.rings[{k}]: order is not a permutation of group {g}")
+            continue
+        if share < -ABS_TOL:
+            problems.append(f"routing.rings[{k}]: negative share {share}")
+        shares[g] += share
+        m = len(order)
+        vol = share * 2.0 * (m - 1) / m * float(groups[g]["bytes"])
+        for a in range(m):
+            expected[("ar", g, order[a], order[(a + 1) % m])] += vol
+    for g, grp in enumerate(groups):
+        if float(grp["bytes"]) > 0 and not _close(shares.get(g, 0.0), 1.0):
+            problems.append(f"routing.rings: shares of group {g} sum to {shares.get(g, 0.0)}, not 1")
+    return expected
+
+
+RING_SHARE_EPS = 1e-9  # rings with a smaller share carry nothing (solvers drop them)
+
+
+def _ring_key(ring) -> tuple[int, tuple[int, ...]] | None:
+    """``(group, order rotated to start at its smallest member)``; ``None`` if malformed."""
+    ring = ring if isinstance(ring, dict) else {}
+    g, order = _int(ring.get("group")), [_int(x) for x in _list(ring.get("order"))]
+    if g is None or not order or None in order:
+        return None
+    k = order.index(min(order))
+    return g, tuple(order[k:] + order[:k])
+
+
+def _ring_shares(rings: list) -> dict | None:
+    out: dict[tuple[int, tuple[int, ...]], float] = defaultdict(float)
+    for ring in rings:
+        key, share = _ring_key(ring), _num(ring.get("share") if isinstance(ring, dict) else None)
+        if key is None or share is None:
+            return None
+        if share > RING_SHARE_EPS:
+            out[key] += share
+    return out
+
+
+def _constraints(solution: dict, links: dict, rings: list | None) -> list[str]:
+    """Violations of the constraints the solution records it was solved under
+    (``constraints``: ``max_multiplicity``, the most parallel links per pair; ``rings``, the
+    fixed ring orders and shares). ``rings`` ``None``: the file gives no rings to compare."""
+    cons = solution.get("constraints")
+    if cons is None:
+        return []
+    if not isinstance(cons, dict):
+        return ["constraints: expected an object"]
+    problems = []
+    for key, value in cons.items():
+        if key == "max_multiplicity":
+            cap = _int(value)
+            if cap is None or cap < 1:
+                problems.append(f"constraints.max_multiplicity: {value!r} is not a positive integer")
+                continue
+            over = sorted((c, i, j) for (i, j), c in links.items() if i < j and c > cap)
+            if over:
+                c, i, j = over[-1]
+                problems.append(f"constraints.max_multiplicity: {c} parallel links join {i} and "
+                                f"{j}, the cap is {cap} ({len(over)} pair(s) over it)")
+        elif key == "rings":
+            want = _ring_shares(_list(value)) if isinstance(value, list) else None
+            if want is None:
+                problems.append("constraints.rings: not a list of rings (group, order, share)")
+                continue
+            if rings is None:
+                continue
+            have = _ring_shares(rings) or {}
+            if set(want) != set(have) or any(
+                    abs(want[r] - have[r]) > REL_TOL * max(want[r], have[r]) + RING_SHARE_EPS
+                    for r in want):
+                problems.append("constraints.rings: the rings differ from the fixed rings the "
+                                "solution was solved with (orders and shares)")
+        else:
+            problems.append(f"constraints.{key}: unknown constraint (the checker cannot "
+                            "verify it)")
+    return problems
 
 
 def _check_objective(solution: dict, kind: str, value: float) -> list[str]:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
+from .files import read_input
 
 MAX_DEPTH = 64  # the formats nest 5 levels deep; free-form ``meta`` gets ample room
 MAX_INT_DIGITS = 309  # 1.8e308 is the largest float: refuse longer integers before int() does
@@ -155,12 +156,11 @@ def loads(text: str) -> Any:
 def read_json(path: str | Path, error: type[InputError] = InputError) -> Any:
     """Read and strictly parse the JSON file ``path``; every defect is an ``error`` whose
     message starts with the file name (and names the field)."""
+    raw = read_input(path, error)  # a regular file only: a FIFO would block (core/files.py)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise error(f"{path}: not valid JSON (not UTF-8 text)") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
         return loads(text)
     except json.JSONDecodeError as exc:

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .files import read_input_text
 from .instance import BYTES_PER_GBPS, FixedTopology, Instance, InstanceError
 
 CAPACITY_MODES = ("file", "unit")
@@ -49,10 +50,7 @@ CAPACITY_MODES = ("file", "unit")
 
 def read_sndlib(path: str | Path, capacity: str = "file") -> Instance:
     """Read an SNDlib native file as a route-only :class:`Instance` (module docstring)."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise InstanceError(f"{path}: cannot read ({exc.strerror})") from None
+    text = read_input_text(path, InstanceError)  # a regular file, UTF-8 (core/files.py)
     return parse_sndlib(text, capacity=capacity, name=Path(path).stem, source=str(path))
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.files import read_input_text
 from .zoo import Model
 
 STRATEGY_FORMAT = "topoopt-strategy/1"
@@ -150,10 +151,9 @@ def parse_strategy(spec: str, model: Model, n: int, gpus_per_server: int = 4) ->
     ``topoopt-strategy/1`` JSON file -- that strategy."""
     path = Path(spec)
     if spec.endswith(".json") or path.is_file():
+        text = read_input_text(path, InputError, shown=f"strategy: {spec}")  # core/files.py
         try:
-            data = json.loads(path.read_text())
-        except OSError as exc:
-            raise InputError(f"strategy: cannot read {spec} ({exc.strerror})") from None
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"strategy: {spec} is not valid JSON ({exc.msg})") from None
         s = Strategy.from_dict(data, model)
