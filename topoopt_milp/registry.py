@@ -24,6 +24,7 @@ from typing import Any
 
 from .core import sizes
 from .core.errors import InputError
+from .core.evaluate import unroutable
 from .core.instance import Instance
 from .core.params import DeadlineExceeded, ParamError, SolveOptions, SolverParams
 from .core.result import SolveResult
@@ -224,7 +225,15 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
         options = m.options(knobs, seed=seed, warm_start=warm_start, export=export)
     elif knobs:
         raise ParamError(f"{next(iter(knobs))}: give the knobs either in options or as keywords")
+    m.check_applies(instance)  # the wrong family (fixed vs free topology): refused at once
     sizes.check(m, instance, options)  # refuse what the method cannot handle, before any work
+    if m.kind != "restricted" and (reason := unroutable(instance)):
+        # no topology under the port budget routes the traffic (a proof, core/evaluate.py):
+        # every exact method and heuristic says so, before its model can say anything else
+        from .methods.result_step import unrouted
+
+        return unrouted(m.name, instance, options, time.perf_counter() - started, reason) \
+            .with_(constraints=options.constraints(instance))
     if options.deadline is None and options.solver.time_limit is not None:
         # the time limit covers the whole solve: warm start, model building, solver, extraction
         options = options.with_(deadline=started + options.solver.time_limit)
@@ -249,7 +258,7 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
 
         result = out_of_time(m.backend, instance, options, str(exc),
                              time.perf_counter() - started - warm_s)
-    result = result.with_(method=m.name)
+    result = result.with_(method=m.name, constraints=options.constraints(instance))
     if warm_s:
         result = result.with_(runtime_s=result.runtime_s + warm_s)
     return result

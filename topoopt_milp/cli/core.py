@@ -10,11 +10,13 @@ from pathlib import Path
 import click
 
 from .. import registry
+from ..core import topology_io
 from ..core.check import check_solution
 from ..core.evaluate import evaluate
 from ..core.instance import Instance, InstanceError
 from ..core.params import ParamError, SolverParams
 from ..core.result import SolutionError, Status, read_solution, result_from_solution, write_solution
+from ..core.spec import NotApplicableError
 from ..pipeline import solve_checked
 from . import main
 from .options import deprecated_alias, given, knob_options, settings_from
@@ -63,26 +65,14 @@ def _result(data: dict, path: str, what: str = ""):
 
 def _same_instance(data: dict, instance: Instance, path: str, instance_path: str,
                    what: str = "") -> Instance:
-    """The instance (``instance``, or it without its fixed topology) whose content hash the
-    solution ``data`` records; a :class:`SolutionError` when it records neither."""
-    prefix = f"{what}: {path}" if what else path
-    ref = data["instance"]
-    if ref.get("hash") is None:
-        raise SolutionError(f"{prefix}: instance.hash: required field is missing (the solution "
-                            "must name the instance it was solved on)")
-    candidates = [instance] if instance.topology is None else [instance,
-                                                                instance.without_topology()]
-    for inst in candidates:
-        if inst.content_hash() in (ref.get("hash"), ref.get("base_hash")):
-            return inst
-    raise SolutionError(f"{prefix}: instance.hash: was solved on instance hash {ref['hash']}, "
-                        f"not on {instance_path} ({instance.content_hash()})")
+    """The instance the solution ``data`` was solved on (:func:`topology_io.solved_on`)."""
+    return topology_io.solved_on(data, instance, path, instance_path, what)
 
 
 def _load_result(path: str | None, instance: Instance, what: str, instance_path: str):
-    """The solution file ``path`` given to option ``what`` (``--topology``, ``--warm-start``):
-    read strictly, of ``instance``'s size, solved on ``instance`` (its hash) and accepted by
-    the independent checker -- before anything is built from it."""
+    """The solution file ``path`` given to option ``what`` (``--warm-start``): read strictly,
+    of ``instance``'s size, solved on ``instance`` (its hash) and accepted by the independent
+    checker -- before anything is built from it."""
     if path is None:
         return None
     data = read_solution(path)
@@ -90,32 +80,30 @@ def _load_result(path: str | None, instance: Instance, what: str, instance_path:
     return _result(data, path, what)
 
 
-def _accepted(data: dict, instance: Instance, path: str, what: str, instance_path: str) -> None:
+def _accepted(data: dict, instance: Instance, path: str, what: str, instance_path: str,
+              topology_only: bool = False) -> None:
     """A :class:`SolutionError` unless solution ``data`` is of ``instance``'s size, was solved
-    on it and passes the independent checker."""
-    topo = data.get("topology")
-    if topo is not None and topo["n"] != instance.n:
-        raise SolutionError(f"{what}: {path}: topology.n: the topology has n = {topo['n']}, "
-                            f"the instance {instance.n}")
-    solved_on = _same_instance(data, instance, path, instance_path, what)
-    problems = check_solution(solved_on.to_dict(), data)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise SolutionError(f"{what}: {path} fails the independent check: {problems[0]}{more}")
+    on it and passes the independent checker (:func:`topology_io.accept_solution`)."""
+    topology_io.accept_solution(data, instance, path, what, instance_path, topology_only)
 
 
 def fixed_instance(instance: Instance, path: str, rings: str | None,
-                   instance_path: str = "INSTANCE") -> Instance:
-    """``instance`` with the topology of solution ``path`` fixed, and its rings (orders and
-    shares) unless ``rings == "default"``."""
-    sol = _load_result(path, instance, "--topology", instance_path)
-    if sol.topology is None:
-        raise SolutionError(f"--topology: {path} holds no topology (status {sol.status.value})")
-    keep = rings != "default" and sol.routing is not None and sol.routing.rings
+                   instance_path: str = "INSTANCE", fmt: str | None = None) -> Instance:
+    """``instance`` with the topology of file ``path`` fixed (a solution with or without a
+    routing, an edge list or GraphML: :func:`topology_io.read_topology`), and the file's
+    rings (orders and shares) unless ``rings == "default"``."""
+    tf = topology_io.read_topology(path, instance, fmt, what="--topology",
+                                   instance_path=instance_path)
+    keep = rings != "default" and tf.rings
     try:
-        return instance.with_topology(sol.topology.links, sol.routing.rings if keep else None)
+        return instance.with_topology(tf.topology.links, tf.rings if keep else None)
     except InstanceError as exc:
         raise SolutionError(f"--topology: {path}: {exc}") from None
+
+
+TOPOLOGY_FORMAT_HELP = ("Format of the topology file: json (a solution, with or without a "
+                        "routing), edgelist ('i j [count]' lines), graphml (one edge per link) "
+                        "[default: by suffix: .edgelist/.edges, .graphml, else json].")
 
 
 _KNOB_CLASSES = (SolverParams, *dict.fromkeys(m.params for m in registry.METHODS.values()))
@@ -131,8 +119,12 @@ _OWNERS = {cls: ", ".join(m.name for m in registry.METHODS.values() if m.params 
 @click.option("--seed", default=0, show_default=True, help="Random seed (ties, expanders, solvers).")
 @knob_options(_KNOB_CLASSES, owners=_OWNERS)
 @click.option("--topology", "topology_path", type=click.Path(dir_okay=False), default=None,
-              help="Fix the topology of this earlier solution, and its AllReduce rings (orders "
-                   "and shares) unless --rings default (the route problem).")
+              help="Fix this topology (the route problem): a solution file, with or without a "
+                   "routing, and its AllReduce rings (orders and shares) unless --rings "
+                   "default; or an edge list or GraphML file (see --topology-format).")
+@click.option("--topology-format", "topology_fmt",
+              type=click.Choice(list(topology_io.FORMATS)), default=None,
+              help=TOPOLOGY_FORMAT_HELP)
 @click.option("--warm-start", type=click.Path(dir_okay=False), default=None,
               help="Start exact solvers from this solution.")
 @click.option("--export", "export_path", type=click.Path(dir_okay=False), default=None,
@@ -147,8 +139,8 @@ _OWNERS = {cls: ", ".join(m.name for m in registry.METHODS.values() if m.params 
               help="A knob given by name (e.g. the knobs of a plug-in method).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
               help="Where to write the solution JSON.")
-def solve(instance_path, method, seed, topology_path, warm_start, export_path, fmt, old_fmt,
-          capacity, set_pairs, out, **knobs) -> None:
+def solve(instance_path, method, seed, topology_path, topology_fmt, warm_start, export_path,
+          fmt, old_fmt, capacity, set_pairs, out, **knobs) -> None:
     """Solve INSTANCE with one method; write, re-check and summarise the solution.
 
     Every knob of the method's parameter class and of the solver is an option (unknown ones
@@ -159,7 +151,12 @@ def solve(instance_path, method, seed, topology_path, warm_start, export_path, f
     knobs = {**given(knobs), **settings_from(set_pairs)}
     m = registry.get(method)
     if topology_path is not None:
-        instance = fixed_instance(instance, topology_path, knobs.get("rings"), instance_path)
+        instance = fixed_instance(instance, topology_path, knobs.get("rings"), instance_path,
+                                  topology_fmt)
+    reason = m.refusal(instance)  # the family rule (core/spec.py), said with the file's name
+    if reason is not None:
+        given_as = instance_path + (f" with --topology {topology_path}" if topology_path else "")
+        raise NotApplicableError(f"{given_as}: {reason}")
     options = m.options(knobs, seed=seed, export=export_path, warm_start=_load_result(
         warm_start, instance, "--warm-start", instance_path))
     t0 = time.perf_counter()
@@ -196,38 +193,58 @@ def _print_metrics(metrics: dict) -> None:
 
 @main.command("evaluate")
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(dir_okay=False))
-@click.argument("solution_path", metavar="SOL.json", type=click.Path(dir_okay=False))
+@click.argument("solution_path", metavar="FILE", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default=None,
               help="text: summary, metrics and violations; json: {violations, metrics} "
                    "[default: text].")
 @click.option("--json", "old_json", is_flag=True, default=None, hidden=True)
+@click.option("--topology-format", "topology_fmt",
+              type=click.Choice(list(topology_io.FORMATS)), default=None,
+              help=TOPOLOGY_FORMAT_HELP)
 @click.option("--routing", type=click.Choice(["approx", "lp"]), default=None,
-              help="Also route SOL's topology (with its own rings) near-optimally: approx = "
-                   "route-approx, a certified (1+eps)-approximation for any size; lp = "
-                   "route-milp's exact LP (practical to n ~ 128 on 2 cores).")
+              help="Also route FILE's topology (with its own rings, if it has any) "
+                   "near-optimally: approx = route-approx, a certified (1+eps)-approximation "
+                   "for any size; lp = route-milp's exact LP (practical to n ~ 128 on 2 cores).")
 @knob_options([registry.get("route-approx").params], only=("epsilon",),
               prefix="--routing approx: ")
 @knob_options([SolverParams], only=("time_limit",), prefix="--routing: ")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
               help="--routing: write the re-routed solution here.")
-def evaluate_cmd(instance_path, solution_path, fmt, old_json, routing, epsilon, time_limit,
-                 out) -> None:
-    """Re-check SOL.json against INSTANCE independently and print its metrics.
+def evaluate_cmd(instance_path, solution_path, fmt, old_json, topology_fmt, routing, epsilon,
+                 time_limit, out) -> None:
+    """Re-check FILE against INSTANCE independently and print its metrics.
 
-    With --routing, SOL's topology and AllReduce rings are routed again (route-approx or
-    route-milp) and the optimal communication time of that topology is printed with its
-    certified bound. Exit code 1 when the checker finds violations (each is printed; the
-    metrics are shown for solutions the checker accepts only); exit code 2 when SOL.json is
-    malformed or was not solved on INSTANCE (its content hash)."""
+    FILE is a solution (SOL.json), or a topology: a solution without a routing, an edge list
+    or a GraphML file (--topology-format; by suffix by default), whose links, port budget
+    and rings are checked. With --routing, FILE's topology and AllReduce rings are routed
+    (route-approx or route-milp) and the optimal communication time of that topology is
+    printed with its certified bound. Exit code 1 when the checker finds violations in a
+    solution (each is printed; the metrics are shown for solutions the checker accepts only;
+    --routing is then not done); exit code 2 when FILE is malformed, was not solved on
+    INSTANCE (its content hash), or is a topology the instance cannot use."""
     fmt = deprecated_alias("--json", "--format json", "json" if old_json else None, fmt,
                            default="text")
     as_json = fmt == "json"
     instance = Instance.load(instance_path)
-    data = read_solution(solution_path)
+    kind = topology_io.topology_format(solution_path, topology_fmt)
+    data = read_solution(solution_path) if kind == "json" else None
+    if data is None or (data.get("topology") is not None and not topology_io.has_routing(data)):
+        tf = topology_io.read_topology(solution_path, instance, kind, instance_path=instance_path)
+        if as_json:
+            click.echo(json.dumps({"violations": [], "metrics": None,
+                                   "topology": tf.describe()}, indent=1))
+        else:
+            click.echo(f"topology {tf.describe()}")
+            click.echo("checker: OK (topology: links, port budget, rings; no routing to check"
+                       + (")" if routing else "; --routing approx|lp routes it)"))
+        if routing is not None:
+            _reroute(instance, tf.topology, tf.rings, None, routing, epsilon, time_limit, out,
+                     as_json)
+        return
     _same_instance(data, instance, solution_path, instance_path)
     head = _result({**data, "topology": None, "routing": None}, solution_path)
     problems = check_solution(instance.to_dict(), data)
-    metrics = None
+    res = metrics = None
     if not problems and data["topology"] is not None and data["routing"] is not None:
         res = _result(data, solution_path)
         metrics = evaluate(instance, res.topology, res.routing)
@@ -240,16 +257,24 @@ def evaluate_cmd(instance_path, solution_path, fmt, old_json, routing, epsilon, 
         click.echo("checker: OK" if not problems else f"checker: {len(problems)} violation(s)")
         for p in problems:
             click.echo(f"  - {p}")
-    if routing is not None and res.topology is not None:
-        _reroute(instance, res, routing, epsilon, time_limit, out, as_json)
     if problems:
+        if routing is not None:
+            click.echo(f"--routing: not done, the checker rejects {solution_path}", err=True)
         raise SystemExit(1)
+    if routing is not None:
+        if res is None:
+            raise SolutionError(f"{solution_path}: --routing: the file holds no topology "
+                                f"(status {data.get('status')}): nothing to route")
+        _reroute(instance, res.topology, res.routing.rings, res.objective, routing, epsilon,
+                 time_limit, out, as_json)
 
 
-def _reroute(instance, res, routing, epsilon, time_limit, out, as_json) -> None:
+def _reroute(instance, topology, rings, objective, routing, epsilon, time_limit, out,
+             as_json) -> None:
+    """Route ``topology`` with ``rings`` (``None``: the default rings) on ``instance``;
+    ``objective`` is the file's own communication time, if it has one."""
     method = "route-approx" if routing == "approx" else "route-milp"
-    fixed = instance.with_topology(res.topology.links,
-                                   res.routing.rings if res.routing is not None else None)
+    fixed = instance.with_topology(topology.links, rings or None)
     knobs = {} if time_limit is None else {"time_limit": time_limit}
     if epsilon is not None:
         if method != "route-approx":
@@ -262,11 +287,15 @@ def _reroute(instance, res, routing, epsilon, time_limit, out, as_json) -> None:
         click.echo(json.dumps({"routing": method, "status": best.status.value,
                                "comm_time_s": best.objective, "bound_s": best.bound,
                                "gap": best.gap}, indent=1))
-    else:
-        gain = "" if res.objective is None or not best.objective else \
-            f" ({res.objective / best.objective:.3f}x faster than SOL's own routing)"
-        click.echo(f"{method} on SOL's topology and rings: {best.objective:.6g} s, certified "
-                   f"bound {best.bound:.6g} s, gap {100 * max(0.0, best.gap or 0.0):.2f}%{gain}")
+        return
+    if best.objective is None:
+        click.echo(f"{method} on the topology: {best.status.value} ({best.message})")
+        return
+    gain = "" if objective is None or not best.objective else \
+        f" ({objective / best.objective:.3f}x faster than the file's own routing)"
+    bound = "-" if best.bound is None else f"{best.bound:.6g} s"
+    click.echo(f"{method} on the topology and rings: {best.status.value}, {best.objective:.6g} "
+               f"s, certified bound {bound}, gap {100 * max(0.0, best.gap or 0.0):.2f}%{gain}")
 
 
 @main.command()
@@ -289,7 +318,7 @@ def export(solution_path, fmt, instance_path, out) -> None:
     instance = None
     if instance_path is not None and fmt == "graphml":  # busy times come from the routing
         instance = Instance.load(instance_path)
-        _accepted(data, instance, solution_path, "--instance", instance_path)
+        _accepted(data, instance, solution_path, "--instance", instance_path, topology_only=True)
     try:
         if fmt == "routing":
             text = f"{interop.write_routing_csv(target, data)} paths"

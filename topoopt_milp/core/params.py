@@ -46,12 +46,16 @@ class DeadlineExceeded(Exception):
 
 def knob(default: Any, help: str, *, choices: tuple | None = None,
          minimum: float | None = None, maximum: float | None = None,
-         positive: bool = False, flag: str | None = None) -> Any:
+         positive: bool = False, flag: str | None = None,
+         constraint: Callable[[Any, Any], dict] | None = None) -> Any:
     """A parameter field: ``default``, one-line ``help``, allowed string ``choices`` and
     numeric bounds (``minimum <= value <= maximum``; ``positive``: ``value > 0``); ``flag``
-    overrides the command-line spelling (default ``--name-with-dashes``)."""
+    overrides the command-line spelling (default ``--name-with-dashes``). ``constraint``:
+    ``constraint(value, instance) -> dict``, the constraints this value puts on every
+    solution (recorded in the solution file and enforced by the independent checker: see
+    :meth:`SolveOptions.constraints`)."""
     meta = {"help": help, "choices": choices, "minimum": minimum, "maximum": maximum,
-            "positive": positive, "flag": flag}
+            "positive": positive, "flag": flag, "constraint": constraint}
     return field(default=default, metadata=meta)
 
 
@@ -174,9 +178,30 @@ def k_paths_knob() -> Any:
 
 
 def max_multiplicity_knob() -> Any:
-    """The cap on parallel links per node pair, shared by every method that allocates links."""
+    """The cap on parallel links per node pair, shared by every method that allocates links
+    (a constraint every solution must meet: ``constraints.max_multiplicity``)."""
     return knob(None, "Most parallel links per node pair (default: the degree, i.e. no "
-                      "restriction).", minimum=1)
+                      "restriction).", minimum=1, constraint=_multiplicity_constraint)
+
+
+def _multiplicity_constraint(value: int | None, instance: Any) -> dict:
+    return {} if value is None else {"max_multiplicity": int(value)}
+
+
+def route_rings_knob() -> Any:
+    """The ``rings`` knob of the route family: ``fixed`` routes the instance's fixed rings
+    (orders and shares), a constraint every solution must meet (``constraints.rings``);
+    ``default`` lays the default rings along the topology's jumps."""
+    return knob("fixed", RINGS_HELP, choices=("fixed", "default"),
+                constraint=_fixed_rings_constraint)
+
+
+def _fixed_rings_constraint(value: str, instance: Any) -> dict:
+    topo = getattr(instance, "topology", None)
+    if value != "fixed" or topo is None or topo.rings is None:
+        return {}
+    return {"rings": [{"group": g, "order": list(order), "share": share}
+                      for g, order, share in topo.rings]}
 
 
 # -- what a method receives ----------------------------------------------------------------------
@@ -223,6 +248,18 @@ class SolveOptions:
         if self.deadline is None:
             return float(limit)
         return max(0.005, min(float(limit), self.deadline - time.perf_counter()))
+
+    def constraints(self, instance: Any) -> dict[str, Any]:
+        """The constraints these options put on every solution on ``instance``: the union of
+        the ``constraint`` rules of the method's knobs (:func:`knob`), e.g.
+        ``{"max_multiplicity": 1}``. The registry records them in the result, the solution
+        file carries them, and the independent checker enforces them."""
+        out: dict[str, Any] = {}
+        for f in fields(self.method):
+            rule = f.metadata.get("constraint")
+            if rule is not None:
+                out.update(rule(getattr(self.method, f.name), instance))
+        return out
 
     def as_params(self) -> dict[str, Any]:
         """The flat parameter dictionary recorded in solution files and run keys."""

@@ -65,7 +65,9 @@ class SolveResult:
     the set of solutions ``bound`` is valid for (``None``: no bound, a heuristic);
     ``scope_status`` the status within that scope for restricted models. ``metrics``,
     ``features`` and ``violations`` are filled in by the independent check
-    (:func:`topoopt_milp.pipeline.solve_checked`)."""
+    (:func:`topoopt_milp.pipeline.solve_checked`). ``constraints`` are the constraints the
+    run was solved under (a multiplicity cap, fixed rings: :meth:`SolveOptions.constraints
+    <topoopt_milp.core.params.SolveOptions.constraints>`); the checker enforces them."""
 
     method: str
     status: Status
@@ -87,6 +89,9 @@ class SolveResult:
     metrics: dict[str, Any] | None = None
     features: Features | None = None
     violations: tuple[str, ...] = ()
+    # the constraints the run was solved under (SolveOptions.constraints: a multiplicity cap,
+    # fixed rings), written to the solution file and enforced by the independent checker
+    constraints: dict[str, Any] = field(default_factory=dict)
 
     @property
     def gap(self) -> float | None:
@@ -218,6 +223,7 @@ def solution_dict(result: SolveResult, instance: Instance | None, metrics: dict 
         "scope": None if result.scope is None else {**result.scope.to_dict(),
                                                     "text": result.scope.describe()},
         "scope_status": result.scope_status,
+        "constraints": dict(result.constraints),
         "info": result.info,
         "features": None if result.features is None else result.features.to_dict(),
         "versions": versions(),
@@ -310,7 +316,8 @@ _NUM = (int, float)
 _HEADER = (("method", (str,)), ("params", (dict,)), ("objective_kind", (str,)),
            ("gap", _NUM), ("runtime_s", _NUM), ("backend", (str,)), ("backend_version", (str,)),
            ("scale", _NUM), ("message", (str,)), ("scope", (dict,)), ("scope_status", (str,)),
-           ("info", (dict,)), ("features", (dict,)), ("versions", (dict,)), ("metrics", (dict,)))
+           ("info", (dict,)), ("features", (dict,)), ("versions", (dict,)), ("metrics", (dict,)),
+           ("constraints", (dict,)))
 
 
 def _check_shape(data: dict) -> None:
@@ -349,7 +356,10 @@ def _check_shape(data: dict) -> None:
         _need(ring, "group", (int,), where)
         _ints(_need(ring, "order", (list,), where), f"{where}.order")
         _need(ring, "share", _NUM, where)
-    for k, com in enumerate(_need(routing, "commodities", (list,), "routing")):
+    # a routing may give the rings only (a topology file with its rings): no commodities
+    commodities = _need(routing, "commodities", (list,), "routing") \
+        if "commodities" in routing else []
+    for k, com in enumerate(commodities):
         where = f"routing.commodities[{k}]"
         for key in ("src", "dst"):
             _ints([_need(com, key, (int,), where)], f"{where}.{key}")
@@ -394,6 +404,7 @@ def result_from_solution(data: dict) -> SolveResult:
         scope=_scope_from(data.get("scope")),
         scope_status=data.get("scope_status"),
         info=dict(data.get("info") or {}),
+        constraints=dict(data.get("constraints") or {}),
     )
 
 

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .errors import InputError
 from .params import Params, SolveOptions
 
 if TYPE_CHECKING:
@@ -50,6 +51,11 @@ MemoryRule = Callable[["Instance", SolveOptions], "Estimate"]
 def no_scope(instance: Instance | None, options: SolveOptions) -> Scope | None:
     """The scope rule of a method without a bound (heuristics)."""
     return None
+
+
+class NotApplicableError(InputError):
+    """A method asked to solve an instance of the other family: a free-topology method on an
+    instance that fixes its topology, or a route method on one that fixes none."""
 
 
 class SpecError(ValueError):
@@ -91,6 +97,31 @@ class MethodSpec:
                 raise SpecError(f"{what}: {attr} must be callable")
         if self.memory is not None and not callable(self.memory):
             raise SpecError(f"{what}: memory must be callable or None")
+
+    def refusal(self, instance: Instance) -> str | None:
+        """Why this method does not apply to ``instance`` (``None``: it does) -- the one rule
+        of which family solves which instance, checked by the registry before any work:
+
+        * the route problem routes a *fixed* topology: the instance must fix one;
+        * every other problem (select, alloc, joint) *chooses* the topology: an instance that
+          fixes one is a route problem, on which such a method could only return a topology
+          the checker rejects (or ignore the instance's)."""
+        fixed = instance.topology is not None
+        if self.problem == "route" and not fixed:
+            return (f"{self.name}: topology: the route family solves the routing on a fixed "
+                    "topology; the instance has none (on the command line: --topology FILE)")
+        if self.problem != "route" and fixed:
+            return (f"{self.name}: topology: the instance fixes its topology (a route problem), "
+                    f"but {self.problem} methods choose the topology themselves: route it "
+                    "with a route method (route-milp, route-approx, route-cpsat), or remove "
+                    "the instance's topology")
+        return None
+
+    def check_applies(self, instance: Instance) -> None:
+        """Raise :class:`NotApplicableError` with :meth:`refusal`'s reason, if any."""
+        reason = self.refusal(instance)
+        if reason is not None:
+            raise NotApplicableError(reason)
 
     @property
     def exact(self) -> bool:

@@ -81,7 +81,7 @@ from ...core.backends.pulp_backend import MatrixModel, solve_model
 from ...core.circulant import circulant_jumps
 from ...core.errors import InputError
 from ...core.instance import Instance
-from ...core.params import RINGS_HELP, DeadlineExceeded, Params, SolveOptions, k_paths_knob, knob
+from ...core.params import DeadlineExceeded, Params, SolveOptions, k_paths_knob, knob, route_rings_knob
 from ...core.result import SolveResult
 from ...core.scope import Scope, ring_scope, topology_hash
 from ...core.sizes import Estimate, traffic_counts
@@ -117,7 +117,7 @@ class RouteMilpParams(Params):
     formulation: str = knob("auto", "route LP formulation: auto (circulant symmetric reduction "
                                     "when it applies), source, per-pair, symmetric.",
                             choices=("auto", "source", "per-pair", "symmetric"))
-    rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
+    rings: str = route_rings_knob()
 
 
 def bound_scope(instance: Instance | None, options: SolveOptions,

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...core.backends.cpsat_backend import solve_cpsat as run_cpsat
 from ...core.instance import Instance
-from ...core.params import RINGS_HELP, Params, SolveOptions, k_paths_knob, knob
+from ...core.params import Params, SolveOptions, k_paths_knob, knob, route_rings_knob
 from ...core.result import SolveResult
 from ...core.spec import MethodSpec
 from .. import model_data as _exact
@@ -37,7 +37,7 @@ CPSAT_CAP_UNITS = 10**4  # otherwise: capacity resolution (of the largest capaci
 
 @dataclass(frozen=True)
 class RouteCpsatParams(Params):
-    rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
+    rings: str = route_rings_knob()
     k_paths: int = k_paths_knob()
     cpsat_units: int = knob(10**5, "CP-SAT: integer volume units per largest commodity.", minimum=1)
 

@@ -68,7 +68,7 @@ import scipy
 from ...core.backends.pulp_backend import BackendOutcome, highs_version
 from ...core.errors import InputError
 from ...core.instance import Instance
-from ...core.params import RINGS_HELP, Params, SolveOptions, knob
+from ...core.params import Params, SolveOptions, knob, route_rings_knob
 from ...core.result import SolveResult, Status
 from ...core.sizes import dense_estimate
 from ...core.spec import MethodSpec
@@ -91,7 +91,7 @@ class RouteApproxParams(Params):
     formulation: str = knob("auto", "route-approx: auto (circulant reduction when it applies), "
                                     "source (paths), symmetric.",
                             choices=("auto", "source", "symmetric"))
-    rings: str = knob("fixed", RINGS_HELP, choices=("fixed", "default"))
+    rings: str = route_rings_knob()
 
 
 def approx_min_congestion(
