@@ -78,6 +78,14 @@ def _routing(solution: dict, n: int | None = None) -> Routing | None:
     if r is None:
         return None
     routing = Routing.from_dict(r)
+    for k, c in enumerate(routing.commodities):
+        # a negative volume or fraction would write negative loads (the checker refuses both)
+        if c.bytes < 0:
+            raise SolutionError(f"routing.commodities[{k}].bytes: negative volume {c.bytes}")
+        for q, (_, fraction) in enumerate(c.paths):
+            if fraction < -1e-12:  # the checker's tolerance (core/check.py ABS_TOL)
+                raise SolutionError(f"routing.commodities[{k}].paths[{q}].fraction: negative "
+                                    f"fraction {fraction}")
     for k, c in enumerate(routing.commodities if n is not None else ()):
         for q, (path, _) in enumerate(c.paths):
             if any(not 0 <= v < n for v in path):

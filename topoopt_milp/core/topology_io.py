@@ -308,7 +308,7 @@ def _build(pairs: Iterable[Pair], instance: Instance, shown: str) -> Topology:
             raise TopologyFileError(f"{shown}: {where}: self-loop at node {i}")
         count = None if isinstance(c, bool | float | str) else _index(c)
         if count is None or count < 1:
-            raise TopologyFileError(f"{shown}: {where}: link count {str(c)[:20]!r} is not a "
+            raise TopologyFileError(f"{shown}: {where}: link count {repr(c)[:20]} is not a "
                                     "positive integer")
         for v in (i, j):
             ports[v] += count
