@@ -5,11 +5,11 @@ solution, a topology or a strategy file would block the reader forever (a FIFO w
 writer) or feed it without end (``/dev/zero``); a directory cannot be read at all. Every
 reader of user files goes through :func:`read_input`, which
 
-* opens the path without blocking (``O_NONBLOCK``: opening a FIFO for reading returns at once
-  instead of waiting for a writer), then
-* asks the *open* descriptor what it is (``fstat``; no race between a check and the open),
-  and refuses anything but a regular file with the error class the caller names, in one line
-  naming the file;
+* asks what the path names (``stat``) and refuses anything but a regular file with the error
+  class the caller names, in one line naming the file; then
+* opens it without blocking (``O_NONBLOCK``: were it swapped for a FIFO since, opening it for
+  reading returns at once instead of waiting for a writer) and asks the *open* descriptor
+  again (``fstat``), so no race between the check and the open lets a FIFO through;
 * optionally refuses a file larger than ``max_bytes`` before reading it (readers whose size
   is bounded by the instance, such as topology files).
 """
@@ -55,6 +55,10 @@ def read_input(path: str | Path, error: type[InputError] = InputError,
     """
     name = str(path) if shown is None else shown
     try:
+        # what the path names, before opening it (a socket cannot even be opened)
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise error(f"{name}: not a regular file ({file_kind(mode)})")
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise error(f"{name}: cannot read ({exc.strerror or exc})") from None

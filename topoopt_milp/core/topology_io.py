@@ -205,7 +205,7 @@ Pair = tuple[str, Any, Any, Any]  # (where in the file, node, node, link count)
 
 def _edgelist_pairs(raw: bytes, shown: str) -> Iterator[Pair]:
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte order mark (Windows editors) is not a node
     except UnicodeDecodeError as exc:
         raise TopologyFileError(f"{shown}: not UTF-8 text (byte {exc.start})") from None
     for lineno, line in enumerate(text.splitlines(), 1):
@@ -259,7 +259,7 @@ def _graphml(raw: bytes, shown: str) -> Any:
 
 def _graph_pairs(graph: Any, shown: str, n: int) -> Iterator[Pair]:
     for v in graph.nodes:
-        _node(v, shown, f"node {v!r}", n)  # unknown nodes are refused even without edges
+        _node(v, shown, "graph nodes", n)  # unknown nodes are refused even without edges
     multi = graph.is_multigraph()
     edges = graph.edges(keys=True, data=True) if multi else graph.edges(data=True)
     for e in edges:
