@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from topoopt_milp import registry
-from topoopt_milp.bench.runner import read_instance_file
+from topoopt_milp.bench.runner import build_tasks, read_instance_file
 from topoopt_milp.cli import main
 from topoopt_milp.core.check import check_solution, check_topology
 from topoopt_milp.core.errors import InputError
@@ -236,6 +236,10 @@ def test_family_rule_refuses_up_front(world, runner):
     for m in ("route-milp", "route-approx", "route-cpsat"):
         with pytest.raises(NotApplicableError, match="route family solves the routing"):
             registry.solve(inst, m)
+    # a sweep over both kinds of instance runs each method where it applies (no error rows)
+    tasks = build_tasks([root / "inst.json", root / "fixed.json"], ["totientperms", "route-milp"])
+    assert sorted((t.instance_path.rsplit("/", 1)[-1], t.method["name"]) for t in tasks) == [
+        ("fixed.json", "route-milp"), ("inst.json", "totientperms")]
 
 
 def test_unroutable_is_infeasible_for_every_method(tmp_path, runner):

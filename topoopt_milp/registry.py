@@ -218,6 +218,13 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
     SizeError
         The instance is beyond the method's ``max_n`` or its memory estimate is beyond the
         memory limit (refused before any work).
+    NotApplicableError
+        The method is of the other family: a route method on an instance that fixes no
+        topology, a free-topology method on one that fixes it (:meth:`MethodSpec.refusal`).
+
+    A provably unroutable instance (:func:`~topoopt_milp.core.evaluate.unroutable`) gives
+    status ``infeasible`` at once for every exact method and heuristic; a restricted model
+    runs (its infeasibility proves nothing about the problem).
     """
     m = get(method)
     started = time.perf_counter()
@@ -225,8 +232,8 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
         options = m.options(knobs, seed=seed, warm_start=warm_start, export=export)
     elif knobs:
         raise ParamError(f"{next(iter(knobs))}: give the knobs either in options or as keywords")
-    m.check_applies(instance)  # the wrong family (fixed vs free topology): refused at once
     sizes.check(m, instance, options)  # refuse what the method cannot handle, before any work
+    m.check_applies(instance)  # the wrong family (fixed vs free topology): refused at once
     if m.kind != "restricted" and (reason := unroutable(instance)):
         # no topology under the port budget routes the traffic (a proof, core/evaluate.py):
         # every exact method and heuristic says so, before its model can say anything else

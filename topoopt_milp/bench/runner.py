@@ -195,7 +195,10 @@ def build_tasks(
     hard_limit: float | None = None,
 ) -> list[Task]:
     """Expand instances x methods x seeds into tasks (instance-major order). A file that is
-    not a valid instance gives tasks that record its error (see :func:`find_instances`)."""
+    not a valid instance gives tasks that record its error (see :func:`find_instances`); a
+    method that does not apply to an instance (:meth:`MethodSpec.refusal
+    <topoopt_milp.core.spec.MethodSpec.refusal>`: the fixed- vs free-topology families) gives
+    none."""
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     entries = [registry.get(m) for m in methods]  # unknown names fail before anything runs
     check_settings(methods, dict(settings or {}))
@@ -212,6 +215,11 @@ def build_tasks(
             data = found.instance.to_dict()
         fam = instance_family(found.instance, found.path)
         for m in entries:
+            if found.instance is not None and m.refusal(found.instance) is not None:
+                # the family rule (core/spec.py): a route method on a free instance, a
+                # free-topology method on a fixed one -- not a run, so not an error row
+                log.info("%s: %s does not apply, skipped", shown, m.name)
+                continue
             for s in seed_list:
                 params = make_options(m.name, s, time_limit, settings).as_params()
                 tasks.append(Task(
