@@ -150,6 +150,8 @@ def solve(instance_path, method, seed, topology_path, topology_fmt, warm_start, 
     instance = load_instance(instance_path, fmt, capacity)
     knobs = {**given(knobs), **settings_from(set_pairs)}
     m = registry.get(method)
+    if topology_fmt is not None and topology_path is None:
+        raise ParamError("--topology-format: only with --topology FILE")
     if topology_path is not None:
         instance = fixed_instance(instance, topology_path, knobs.get("rings"), instance_path,
                                   topology_fmt)

@@ -109,7 +109,8 @@ class MethodSpec:
         fixed = instance.topology is not None
         if self.problem == "route" and not fixed:
             return (f"{self.name}: topology: the route family solves the routing on a fixed "
-                    "topology; the instance has none (on the command line: --topology FILE)")
+                    "topology; the instance has none (on the command line: --topology SOL.json, or an "
+                    "edge list or GraphML file)")
         if self.problem != "route" and fixed:
             return (f"{self.name}: topology: the instance fixes its topology (a route problem), "
                     f"but {self.problem} methods choose the topology themselves: route it "
