@@ -254,6 +254,8 @@ def test_unroutable_is_infeasible_for_every_method(tmp_path, runner):
         assert r.stdout.split()[:2] == [m, "infeasible"], r.stdout
         sol = json.loads((tmp_path / "o.json").read_text())
         assert sol["objective"] is None and "no matching connects three servers" in sol["message"]
+    for m in ("alloc-cpsat", "select-cpsat", "joint-cpsat"):  # restricted: proves nothing
+        assert solve_checked(inst, m, time_limit=20).status is Status.NO_SOLUTION, m
 
 
 def test_evaluate_routing_on_rejected_or_empty_files(world, runner):

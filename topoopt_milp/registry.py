@@ -179,6 +179,15 @@ def run_method(instance: Instance, method: str, knobs: Mapping[str, Any] | None 
     return solve(instance, method, spec.options(dict(knobs or {}), seed=seed, strict=False))
 
 
+def _restricted(spec: MethodSpec, instance: Instance, options: SolveOptions) -> bool:
+    """Whether the run is a restricted model (by kind, or by its scope for these options:
+    select-cpsat on comm_time), whose infeasibility proves nothing about the problem."""
+    if spec.kind == "restricted":
+        return True
+    scope = spec.scope(instance, options)
+    return scope is not None and scope.restricted
+
+
 def solve(instance: Instance, method: str, options: SolveOptions | None = None, *,
           seed: int = 0, warm_start: SolveResult | None = None, export: str | None = None,
           **knobs: Any) -> SolveResult:
@@ -234,7 +243,7 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
         raise ParamError(f"{next(iter(knobs))}: give the knobs either in options or as keywords")
     sizes.check(m, instance, options)  # refuse what the method cannot handle, before any work
     m.check_applies(instance)  # the wrong family (fixed vs free topology): refused at once
-    if m.kind != "restricted" and (reason := unroutable(instance)):
+    if (reason := unroutable(instance)) and not _restricted(m, instance, options):
         # no topology under the port budget routes the traffic (a proof, core/evaluate.py):
         # every exact method and heuristic says so, before its model can say anything else
         from .methods.result_step import unrouted
