@@ -11,12 +11,13 @@ import click
 
 from .. import registry
 from ..core.check import check_solution
+from ..core.deadline import Deadline
 from ..core.evaluate import evaluate
 from ..core.instance import Instance, InstanceError
 from ..core.params import ParamError, SolverParams
 from ..core.result import SolutionError, Status, read_solution, result_from_solution, write_solution
 from ..pipeline import solve_checked
-from . import main
+from . import command_started, main
 from .options import deprecated_alias, given, knob_options, settings_from
 
 log = logging.getLogger(__name__)
@@ -162,6 +163,8 @@ def solve(instance_path, method, seed, topology_path, warm_start, export_path, f
         instance = fixed_instance(instance, topology_path, knobs.get("rings"), instance_path)
     options = m.options(knobs, seed=seed, export=export_path, warm_start=_load_result(
         warm_start, instance, "--warm-start", instance_path))
+    if options.solver.time_limit is not None:  # the limit counts from the command's start
+        options = options.with_(deadline=Deadline(options.solver.time_limit, command_started()))
     t0 = time.perf_counter()
     result = None
     try:
@@ -169,6 +172,8 @@ def solve(instance_path, method, seed, topology_path, warm_start, export_path, f
         log.info("%s finished in %.3f s (own runtime %.3f s)", method, time.perf_counter() - t0,
                  result.runtime_s)
         write_solution(out, result, instance)
+        log.info("solution written %.3f s after the command started",
+                 time.perf_counter() - command_started())
     except KeyboardInterrupt:
         # Ctrl-C outside the solver (model building, checking, writing): keep what exists
         if result is None:
