@@ -10,6 +10,7 @@ import click
 from .. import registry
 from ..bench.store import load_runs
 from ..core.instance import Instance
+from ..core.outfile import check_folder, check_writable, write_text
 from ..core.params import ParamError, SolverParams
 from . import main
 from .options import cores, deprecated_alias, jobs_option, knob_options, settings_from
@@ -136,15 +137,16 @@ def table_cmd(stores, by, fmt, wide, label, out, families, methods_filter, bound
     and split when large), per-instance ones one table per family."""
     from ..bench.views import table
 
+    if out is not None:
+        check_writable(out)
     text = table(_runs(stores, families, methods_filter), by, fmt, wide=wide, label=label,
                  **_bound_kw(bound_methods, no_analytic))
     _write_text(text, out)
 
 
 def _write_text(text: str, out: str | None) -> None:
-    if out:
-        with open(out, "w") as fh:
-            fh.write(text)
+    if out is not None:
+        write_text(out, text)
         click.echo(f"wrote {out}")
     else:
         click.echo(text, nl=False)
@@ -161,8 +163,10 @@ def _write_text(text: str, out: str | None) -> None:
 def plot_cmd(stores, kind, out, measure, families, methods_filter, bound_methods, no_analytic) -> None:
     """Figure from one or more run STORES, drawn against the instance parameter that varies
     in them (the link rate, n, d, the MP share; a second one gives panels)."""
-    from ..bench.plots import plot
+    from ..bench.plots import outputs, plot
 
+    for path in outputs(out):
+        check_writable(path)
     kw = _bound_kw(bound_methods, no_analytic) if kind == "gap" else {}
     for path in plot(_runs(stores, families, methods_filter), kind, out, measure=measure, **kw):
         click.echo(f"wrote {path}")
@@ -180,6 +184,7 @@ def report(stores, outdir, figure_formats, families, methods_filter, bound_metho
     the run STORES into one folder."""
     from ..bench.report import write_report
 
+    check_folder(outdir)
     paths = write_report(_runs(stores, families, methods_filter), outdir,
                          figure_formats=figure_formats, **_bound_kw(bound_methods, no_analytic))
     for p in paths:
@@ -212,6 +217,8 @@ def compare(instance_path, methods_text, time_limit, seed, threads, set_pairs, f
     from ..bench.progress import progress_bar
     from ..bench.tables import render
 
+    if out is not None:
+        check_writable(out)
     instance = Instance.load(instance_path)
     settings = {"threads": threads, **settings_from(set_pairs)}
     methods = _methods(methods_text)

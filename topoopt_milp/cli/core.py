@@ -14,6 +14,7 @@ from ..core.check import check_solution
 from ..core.deadline import Deadline
 from ..core.evaluate import evaluate
 from ..core.instance import Instance, InstanceError
+from ..core.outfile import check_writable
 from ..core.params import ParamError, SolverParams
 from ..core.result import SolutionError, Status, read_solution, result_from_solution, write_solution
 from ..pipeline import solve_checked
@@ -156,6 +157,7 @@ def solve(instance_path, method, seed, topology_path, warm_start, export_path, f
     for this method are refused by name); the solution is re-checked by the independent
     checker, and a violation makes the status `error` (exit code 1)."""
     fmt = deprecated_alias("--format", "--input-format", old_fmt, fmt, default="json")
+    check_writable(out)  # before any work: a solve is not run for a file it cannot write
     instance = load_instance(instance_path, fmt, capacity)
     knobs = {**given(knobs), **settings_from(set_pairs)}
     m = registry.get(method)
@@ -227,6 +229,8 @@ def evaluate_cmd(instance_path, solution_path, fmt, old_json, routing, epsilon, 
     fmt = deprecated_alias("--json", "--format json", "json" if old_json else None, fmt,
                            default="text")
     as_json = fmt == "json"
+    if out is not None:
+        check_writable(out)
     instance = Instance.load(instance_path)
     data = read_solution(solution_path)
     _same_instance(data, instance, solution_path, instance_path)
@@ -290,7 +294,7 @@ def export(solution_path, fmt, instance_path, out) -> None:
 
     data = read_solution(solution_path)
     suffix = {"graphml": ".graphml", "routing": ".routing.csv", "edgelist": ".edgelist"}[fmt]
-    target = Path(out or Path(solution_path).with_suffix(suffix))
+    target = check_writable(out if out is not None else Path(solution_path).with_suffix(suffix))
     instance = None
     if instance_path is not None and fmt == "graphml":  # busy times come from the routing
         instance = Instance.load(instance_path)
