@@ -13,6 +13,7 @@ import click
 
 from ..core.deadline import process_started
 from ..core.errors import InputError
+from ..core.stop import exit_code, sigterm_as_interrupt, what
 
 # Errors that are the user's input, not our bug: one line, exit code 2, no traceback.
 USER_ERRORS: tuple[type[Exception], ...] = (InputError, FileNotFoundError)
@@ -36,7 +37,8 @@ class _Group(click.Group):
         # args is None: the command line of this process (the console script, python -m)
         _STARTED.append(process_started() if args is None else time.perf_counter())
         try:
-            return super().main(args, *rest, **kwargs)
+            with sigterm_as_interrupt():  # a scheduler's kill takes Ctrl-C's paths
+                return super().main(args, *rest, **kwargs)
         finally:
             _STARTED.pop()
 
@@ -45,6 +47,9 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except USER_ERRORS as exc:
             raise UserError(str(exc)) from None
+        except KeyboardInterrupt as exc:  # not click's "Aborted!" and exit code 1
+            click.echo(f"{what(exc)}: stopped", err=True)
+            raise SystemExit(exit_code(exc)) from None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

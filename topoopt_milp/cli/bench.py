@@ -12,6 +12,7 @@ from ..bench.store import load_runs
 from ..core.instance import Instance
 from ..core.outfile import check_folder, check_writable, write_text
 from ..core.params import ParamError, SolverParams
+from ..core.stop import exit_code, what
 from . import main
 from .options import cores, deprecated_alias, jobs_option, knob_options, settings_from
 
@@ -68,8 +69,14 @@ def bench(instances, methods_text, time_limit, num_seeds, old_seeds, jobs, store
         raise ParamError(f"--hard-limit: must be a positive number of seconds, got {hard_limit}")
     settings = {"threads": threads, **settings_from(set_pairs)}
     tasks = build_tasks(instances, _methods(methods_text), seeds, time_limit, settings, hard_limit)
-    summary = run_sweep(tasks, store_path, jobs=jobs or cores(), engine=engine, address=address,
-                        retry_errors=retry_errors, progress=not no_progress)
+    try:
+        summary = run_sweep(tasks, store_path, jobs=jobs or cores(), engine=engine,
+                            address=address, retry_errors=retry_errors,
+                            progress=not no_progress)
+    except KeyboardInterrupt as exc:  # the running runs are killed, not recorded
+        click.echo(f"{what(exc)}: the finished runs are kept in {store_path}; the same "
+                   "command resumes the sweep", err=True)
+        raise SystemExit(exit_code(exc)) from None
     held = f"{summary.held} held by another bench, " if summary.held else ""
     click.echo(f"{summary.total} runs: {summary.skipped} already finished, {held}{summary.ran} ran "
                f"({summary.errors} errors) in {summary.wall_s:.1f} s; store {store_path}")

@@ -17,6 +17,7 @@ from ..core.instance import Instance, InstanceError
 from ..core.outfile import check_writable
 from ..core.params import ParamError, SolverParams
 from ..core.result import SolutionError, Status, read_solution, result_from_solution, write_solution
+from ..core.stop import exit_code, terminated, what
 from ..pipeline import solve_checked
 from . import command_started, main
 from .options import deprecated_alias, given, knob_options, settings_from
@@ -176,20 +177,21 @@ def solve(instance_path, method, seed, topology_path, warm_start, export_path, f
         write_solution(out, result, instance)
         log.info("solution written %.3f s after the command started",
                  time.perf_counter() - command_started())
-    except KeyboardInterrupt:
-        # Ctrl-C outside the solver (model building, checking, writing): keep what exists
+    except KeyboardInterrupt as exc:
+        # Ctrl-C or SIGTERM outside the solver (model building, checking, writing): keep
+        # what exists (a CBC child is killed and its temporary folder removed by the backend)
         if result is None:
-            click.echo("interrupted before the solver finished: no solution written", err=True)
+            click.echo(f"{what(exc)} before the solver finished: no solution written", err=True)
         else:
             write_solution(out, result, instance)
-            click.echo(f"interrupted: the solution was written to {out}", err=True)
-        raise SystemExit(130) from None
+            click.echo(f"{what(exc)}: the solution was written to {out}", err=True)
+        raise SystemExit(exit_code(exc)) from None
     click.echo(result.summary())
     if result.metrics:
         _print_metrics(result.metrics)
-    if result.info.get("interrupted"):
-        click.echo(f"interrupted: the incumbent was written to {out}", err=True)
-        raise SystemExit(130)
+    if result.info.get("interrupted") or terminated():
+        click.echo(f"{what()}: the incumbent was written to {out}", err=True)
+        raise SystemExit(exit_code())
     if result.status is Status.ERROR:
         raise SystemExit(1)
 

@@ -17,10 +17,12 @@ The mapping from each solver's statuses to :class:`~topoopt_milp.core.result.Sta
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -480,6 +482,11 @@ def _solve_cbc(
         except pulp.PulpSolverError as exc:
             return BackendOutcome(Status.ERROR, None, None, time.perf_counter() - t0, "cbc",
                                   cbc_version(), {}, f"cbc failed: {exc}")
+        except BaseException:
+            # Ctrl-C or SIGTERM (core/stop.py) while PuLP waits for CBC: CBC must not run on
+            # to its own limit, nor keep writing into the folder that is removed now
+            stop_children(Path(cbc_path()).name)
+            raise
     runtime = time.perf_counter() - t0
     status, message = _cbc_status(text, problem, is_mip)
     objective = bound = None
@@ -498,6 +505,29 @@ def _solve_cbc(
             bound = b if math.isfinite(b) and abs(b) < 1e49 else None
     return BackendOutcome(status, objective, bound, runtime, "cbc", cbc_version(), values,
                           message)
+
+
+def stop_children(name: str) -> int:
+    """Kill (SIGKILL) and reap this process's child processes whose command name is
+    ``name`` (Linux: read from ``/proc``; elsewhere nothing is found); returns how many."""
+    me, killed = os.getpid(), 0
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        comm, rest = stat[stat.find("(") + 1: stat.rfind(")")], stat[stat.rfind(")") + 2:].split()
+        if len(rest) > 1 and int(rest[1]) == me and comm == name[:15]:  # comm: 15 characters
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                killed += 1
+    return killed
 
 
 def cbc_path() -> str:
