@@ -244,3 +244,32 @@ def test_wide_table(runs):
 def test_latex_tables_compile(runs, compile_latex):
     compile_latex([table(runs, "instance", "latex"), table(runs, "family", "latex"),
                    table(runs, "instance", "latex", wide="gap_pct")])
+
+
+def test_bounds_only_runs_count_as_bound_not_no_solution():
+    # lower-bounds (backend analytic) returns a bound and never a solution: the status columns
+    # say "bound"; an exact method that found nothing in time still says "no_solution"
+    recs = [_rec(f"l{i}", inst, "lower-bounds", "analytic", "no_solution", None, 0.4,
+                 scope=ANY_TOTIENT) for i, inst in enumerate("PQR")]
+    recs += [_rec("m1", "P", "alloc-milp", "milp", "no_solution", None, 0.3, scope=ANY_TOTIENT),
+             _rec("m2", "Q", "ring", "heuristic", "feasible", 1.0, lb=0.2),
+             # a bounds-only run that returned no bound is no bound
+             _rec("l9", "S", "lower-bounds", "analytic", "no_solution", None, None)]
+    runs = pd.DataFrame(recs)
+    f = family_table(runs).set_index("method")
+    assert (f.loc["lower-bounds", "bound_only"], f.loc["lower-bounds", "no_solution"]) == (3, 1)
+    assert (f.loc["alloc-milp", "bound_only"], f.loc["alloc-milp", "no_solution"]) == (0, 1)
+    assert f.loc["ring", "feasible"] == 1 and f.loc["ring", "bound_only"] == 0
+    t = instance_table(runs).set_index(["instance", "method"])
+    assert t.loc[("P", "lower-bounds"), "status"] == "bound"
+    assert t.loc[("S", "lower-bounds"), "status"] == "no_solution"
+    assert t.loc[("P", "alloc-milp"), "status"] == "no_solution"
+    # the lower-bounds bound still bounds the heuristic's run
+    assert t.loc[("Q", "ring"), "best_bound"] == pytest.approx(0.4)
+    md = table(runs, "family", "md")
+    header = next(ln for ln in md.splitlines() if ln.startswith("| family"))
+    cells = [c.strip() for c in header.strip("|").split("|")]
+    assert "bound" in cells and "no solution" in cells
+    row = next(ln for ln in md.splitlines() if "lower-bounds" in ln)
+    values = [c.strip() for c in row.strip("|").split("|")]
+    assert values[cells.index("bound")] == "3" and values[cells.index("no solution")] == "1"

@@ -23,6 +23,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from .core import sizes
+from .core.deadline import Deadline
 from .core.errors import InputError
 from .core.evaluate import unroutable
 from .core.instance import Instance
@@ -252,7 +253,7 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
             .with_(constraints=options.constraints(instance))
     if options.deadline is None and options.solver.time_limit is not None:
         # the time limit covers the whole solve: warm start, model building, solver, extraction
-        options = options.with_(deadline=started + options.solver.time_limit)
+        options = options.with_(deadline=Deadline(float(options.solver.time_limit), started))
     if options.run_method is None:
         options = options.with_(run_method=run_method)
     warm_s = 0.0
@@ -267,6 +268,10 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
         else:
             options = options.with_(warm_start=start)
         warm_s = time.perf_counter() - t0
+    if options.deadline is not None:
+        log.debug("%s: %.2f s of the %g s limit spent before the method (%.2f s kept back)",
+                  method, options.deadline.spent(), options.deadline.limit,
+                  options.deadline.reserve)
     try:
         result = m.solve(instance, options)
     except DeadlineExceeded as exc:

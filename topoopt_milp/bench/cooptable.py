@@ -35,12 +35,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 
 from .. import registry
 from ..core.evaluate import comm_time, iteration_time
+from ..core.outfile import check_folder, write_text
 from ..pipeline import solve_checked
 from ..workloads.cooptimize import CoOptConfig, cooptimize
 from ..workloads.fabrics import CostModel, baselines
@@ -196,9 +196,8 @@ def _paper_note(df: pd.DataFrame, tc: TableConfig) -> list[str]:
 def write_table(df: pd.DataFrame, out_dir, tc: TableConfig, command: str | None = None) -> None:
     """``table.csv`` (all columns) and ``table.md`` (times in ms, notes on provenance:
     ``command``, the command line that made it, when given)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / "table.csv", index=False)
+    out = check_folder(out_dir)
+    write_text(out / "table.csv", df.to_csv(index=False))
     show = df[["model", "n", "d", "gbps", "default_tf", "coopt_tf", "coopt_exact", "exact_status",
                "coopt_alt", "alt_on_tf", "alt_gain", "ideal_switch", "fat_tree", "fat_tree_cost_eq",
                "expander", "speedup_vs_cost_eq", "coopt_strategy"]].copy()
@@ -239,4 +238,4 @@ def write_table(df: pd.DataFrame, out_dir, tc: TableConfig, command: str | None 
         "",
         *_paper_note(df, tc),
     ]
-    (out / "table.md").write_text("\n".join(notes))
+    write_text(out / "table.md", "\n".join(notes))

@@ -41,6 +41,7 @@ the seed mean at each bandwidth.
 
 from __future__ import annotations
 
+import io
 import math
 import zlib
 from collections.abc import Callable
@@ -58,6 +59,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from .. import registry  # noqa: E402
 from ..core.errors import InputError  # noqa: E402
+from ..core.outfile import write_bytes  # noqa: E402
 from .gaps import SOLVED, run_gaps  # noqa: E402
 from .tables import instance_table, natural_key, shifted_geomean  # noqa: E402
 
@@ -234,7 +236,9 @@ def save(fig, out) -> list[Path]:
     paths = outputs(out)
     with plt.rc_context(STYLE):
         for p in paths:
-            fig.savefig(p)
+            buf = io.BytesIO()  # drawn in memory, written by the one writer of outputs
+            fig.savefig(buf, format=p.suffix.lstrip(".").lower() or None)
+            write_bytes(p, buf.getvalue())
     plt.close(fig)
     return paths
 

@@ -49,7 +49,7 @@ HEADERS = {
     "ratio": "obj. /\nbound", "routing_gap_pct": "routing\ngap [%]", "runtime_s": "runtime\n[s]",
     "gap_error": "gap\nerror", "instances": "inst-\nances", "runs": "runs",
     "optimal": "opti-\nmal", "feasible": "feas-\nible", "infeasible": "infeas-\nible",
-    "no_solution": "no so-\nlution", "error": "error", "mean_gap_pct": "mean\ngap [%]",
+    "bound_only": "bound", "no_solution": "no so-\nlution", "error": "error", "mean_gap_pct": "mean\ngap [%]",
     "max_gap_pct": "max\ngap [%]", "mean_ratio": "mean obj.\n/ bound",
     "bound_sources": "bounds\nfrom", "sgm_runtime_s": "runtime\nsgm [s]",
     "gap_errors": "gap\nerrors",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..core.outfile import check_folder, write_text
 from .plots import KINDS, NoDataError, plot
 from .views import table
 
@@ -40,13 +41,12 @@ def write_report(
 
     A figure kind without data (e.g. ``iteration`` when no run has a workload instance) is
     skipped with a log message, not an error."""
-    out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_folder(outdir)
     written: list[Path] = []
     for stem, kw in TABLES:
         for fmt in table_formats:
             path = out / f"{stem}.{EXT[fmt]}"
-            path.write_text(table(runs, fmt=fmt, **kw, **bound_kw))
+            write_text(path, table(runs, fmt=fmt, **kw, **bound_kw))
             written.append(path)
     for kind in kinds:
         paths = [out / f"{kind}.{ext}" for ext in figure_formats]

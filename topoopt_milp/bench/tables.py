@@ -20,7 +20,10 @@ edited by hand):
   ``routing_gap_pct`` the mean gap to the route LP on the run's own topology and rings, where
   such a run exists (the ``-lp`` heuristics).
 * per-family rows count every status (``optimal`` is proven within the method's own problem;
-  a restricted model proving its own optimum counts as ``feasible``).
+  a restricted model proving its own optimum counts as ``feasible``). A run of a bounds-only
+  method (backend ``analytic``: ``lower-bounds``) that returned its bound is shown with
+  status ``bound`` (column ``bound_only``), not ``no_solution``: it was never meant to return
+  a solution, and a reader would take "no solution" for a failure.
 * **shifted geometric mean** of runtimes ``t_1..t_k`` with shift ``s = 1`` second:
   ``sgm = exp( (1/k) * sum_i ln(t_i + s) ) - s``. The shift keeps sub-second heuristic runs
   from dominating the mean (the MIPLIB convention). Runs without a solution are left out of
@@ -43,6 +46,11 @@ from .render import join_tables, latex_label, render
 
 SGM_SHIFT_S = 1.0
 STATUSES = ("optimal", "feasible", "infeasible", "no_solution", "error")
+BOUND_STATUS = "bound"  # the shown status of a bounds-only run that returned its bound
+BOUNDS_ONLY_BACKEND = "analytic"  # the backend of the bounds-only methods (no solution, a bound)
+# family-table count columns: one per status, and bounds-only runs (not a status of a solve)
+STATUS_COLUMNS = {"optimal": "optimal", "feasible": "feasible", "bound_only": BOUND_STATUS,
+                  "infeasible": "infeasible", "no_solution": "no_solution", "error": "error"}
 
 
 def shifted_geomean(values: Sequence[float] | pd.Series, shift: float = SGM_SHIFT_S) -> float:
@@ -73,7 +81,7 @@ def _sources(series: pd.Series) -> str:
 INSTANCE_COLUMNS = ["family", "instance", "n", "degree", "method", "kind", "seeds", "status",
                     "objective", "objective_min", "best_bound", "bound_source", "bound_scope",
                     "gap_pct", "ratio", "routing_gap_pct", "runtime_s", "gap_error"]
-FAMILY_COLUMNS = ["family", "method", "kind", "instances", "runs", *STATUSES, "mean_gap_pct",
+FAMILY_COLUMNS = ["family", "method", "kind", "instances", "runs", *STATUS_COLUMNS, "mean_gap_pct",
                   "max_gap_pct", "mean_ratio", "bound_sources", "sgm_runtime_s", "gap_errors"]
 
 
@@ -88,7 +96,22 @@ def gap_rows(runs: pd.DataFrame, **bound_kw) -> pd.DataFrame:
     g = run_gaps(runs, **bound_kw)
     g["routing_gap_pct"] = routing_gaps(runs).to_numpy() if not runs.empty else []
     g["kind"] = _method_kind(g) if not g.empty else []
+    if not g.empty:
+        g["status"] = shown_status(g)
     return g
+
+
+def shown_status(runs: pd.DataFrame) -> pd.Series:
+    """The status a table shows: the stored one, except ``bound`` for a run of a bounds-only
+    method (backend ``analytic``) that returned no solution but a finite bound."""
+    status = runs["status"].copy()
+    if "method_backend" not in runs:
+        return status
+    bound = pd.to_numeric(runs["bound"], errors="coerce")
+    bounds_only = (runs["method_backend"] == BOUNDS_ONLY_BACKEND) & (status == "no_solution") \
+        & np.isfinite(bound.to_numpy(dtype=float, na_value=np.nan))
+    status[bounds_only] = BOUND_STATUS
+    return status
 
 
 def instance_table(runs: pd.DataFrame, **bound_kw) -> pd.DataFrame:
@@ -139,7 +162,7 @@ def family_table(runs: pd.DataFrame, **bound_kw) -> pd.DataFrame:
         rows.append({
             "family": fam, "method": method, "kind": grp["kind"].iloc[0],
             "instances": grp["instance_hash"].nunique(), "runs": len(grp),
-            **{st: int((grp["status"] == st).sum()) for st in STATUSES},
+            **{col: int((grp["status"] == st).sum()) for col, st in STATUS_COLUMNS.items()},
             "mean_gap_pct": solved["gap_pct"].mean(), "max_gap_pct": solved["gap_pct"].max(),
             "mean_ratio": solved["ratio"].mean(), "bound_sources": _sources(solved["bound_source"]),
             "sgm_runtime_s": shifted_geomean(solved["runtime_s"].astype(float)),

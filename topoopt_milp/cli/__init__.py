@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 
 import click
 
+from ..core.deadline import process_started
 from ..core.errors import InputError
+from ..core.stop import exit_code, sigterm_as_interrupt, what
 
 # Errors that are the user's input, not our bug: one line, exit code 2, no traceback.
 USER_ERRORS: tuple[type[Exception], ...] = (InputError, FileNotFoundError)
@@ -20,12 +23,33 @@ class UserError(click.ClickException):
     exit_code = 2
 
 
+_STARTED: list[float] = []  # when the running command started (perf_counter)
+
+
+def command_started() -> float:
+    """When the running command started: the start of the process for ``topoopt-milp ...``
+    (start-up counts against a time limit), the call for an in-process ``main(args)``."""
+    return _STARTED[-1] if _STARTED else time.perf_counter()
+
+
 class _Group(click.Group):
+    def main(self, args=None, *rest, **kwargs):
+        # args is None: the command line of this process (the console script, python -m)
+        _STARTED.append(process_started() if args is None else time.perf_counter())
+        try:
+            with sigterm_as_interrupt():  # a scheduler's kill takes Ctrl-C's paths
+                return super().main(args, *rest, **kwargs)
+        finally:
+            _STARTED.pop()
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except USER_ERRORS as exc:
             raise UserError(str(exc)) from None
+        except KeyboardInterrupt as exc:  # not click's "Aborted!" and exit code 1
+            click.echo(f"{what(exc)}: stopped", err=True)
+            raise SystemExit(exit_code(exc)) from None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

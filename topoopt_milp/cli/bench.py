@@ -10,7 +10,9 @@ import click
 from .. import registry
 from ..bench.store import load_runs
 from ..core.instance import Instance
+from ..core.outfile import check_folder, check_writable, write_text
 from ..core.params import ParamError, SolverParams
+from ..core.stop import exit_code, what
 from . import main
 from .options import cores, deprecated_alias, jobs_option, knob_options, settings_from
 
@@ -67,8 +69,14 @@ def bench(instances, methods_text, time_limit, num_seeds, old_seeds, jobs, store
         raise ParamError(f"--hard-limit: must be a positive number of seconds, got {hard_limit}")
     settings = {"threads": threads, **settings_from(set_pairs)}
     tasks = build_tasks(instances, _methods(methods_text), seeds, time_limit, settings, hard_limit)
-    summary = run_sweep(tasks, store_path, jobs=jobs or cores(), engine=engine, address=address,
-                        retry_errors=retry_errors, progress=not no_progress)
+    try:
+        summary = run_sweep(tasks, store_path, jobs=jobs or cores(), engine=engine,
+                            address=address, retry_errors=retry_errors,
+                            progress=not no_progress)
+    except KeyboardInterrupt as exc:  # the running runs are killed, not recorded
+        click.echo(f"{what(exc)}: the finished runs are kept in {store_path}; the same "
+                   "command resumes the sweep", err=True)
+        raise SystemExit(exit_code(exc)) from None
     held = f"{summary.held} held by another bench, " if summary.held else ""
     click.echo(f"{summary.total} runs: {summary.skipped} already finished, {held}{summary.ran} ran "
                f"({summary.errors} errors) in {summary.wall_s:.1f} s; store {store_path}")
@@ -136,15 +144,16 @@ def table_cmd(stores, by, fmt, wide, label, out, families, methods_filter, bound
     and split when large), per-instance ones one table per family."""
     from ..bench.views import table
 
+    if out is not None:
+        check_writable(out)
     text = table(_runs(stores, families, methods_filter), by, fmt, wide=wide, label=label,
                  **_bound_kw(bound_methods, no_analytic))
     _write_text(text, out)
 
 
 def _write_text(text: str, out: str | None) -> None:
-    if out:
-        with open(out, "w") as fh:
-            fh.write(text)
+    if out is not None:
+        write_text(out, text)
         click.echo(f"wrote {out}")
     else:
         click.echo(text, nl=False)
@@ -161,8 +170,10 @@ def _write_text(text: str, out: str | None) -> None:
 def plot_cmd(stores, kind, out, measure, families, methods_filter, bound_methods, no_analytic) -> None:
     """Figure from one or more run STORES, drawn against the instance parameter that varies
     in them (the link rate, n, d, the MP share; a second one gives panels)."""
-    from ..bench.plots import plot
+    from ..bench.plots import outputs, plot
 
+    for path in outputs(out):
+        check_writable(path)
     kw = _bound_kw(bound_methods, no_analytic) if kind == "gap" else {}
     for path in plot(_runs(stores, families, methods_filter), kind, out, measure=measure, **kw):
         click.echo(f"wrote {path}")
@@ -180,6 +191,7 @@ def report(stores, outdir, figure_formats, families, methods_filter, bound_metho
     the run STORES into one folder."""
     from ..bench.report import write_report
 
+    check_folder(outdir)
     paths = write_report(_runs(stores, families, methods_filter), outdir,
                          figure_formats=figure_formats, **_bound_kw(bound_methods, no_analytic))
     for p in paths:
@@ -212,6 +224,8 @@ def compare(instance_path, methods_text, time_limit, seed, threads, set_pairs, f
     from ..bench.progress import progress_bar
     from ..bench.tables import render
 
+    if out is not None:
+        check_writable(out)
     instance = Instance.load(instance_path)
     settings = {"threads": threads, **settings_from(set_pairs)}
     methods = _methods(methods_text)

@@ -12,13 +12,16 @@ import click
 from .. import registry
 from ..core import topology_io
 from ..core.check import check_solution
+from ..core.deadline import Deadline
 from ..core.evaluate import evaluate
 from ..core.instance import Instance, InstanceError
+from ..core.outfile import check_writable
 from ..core.params import ParamError, SolverParams
 from ..core.result import SolutionError, Status, read_solution, result_from_solution, write_solution
 from ..core.spec import NotApplicableError
+from ..core.stop import exit_code, terminated, what
 from ..pipeline import solve_checked
-from . import main
+from . import command_started, main
 from .options import deprecated_alias, given, knob_options, settings_from
 
 log = logging.getLogger(__name__)
@@ -147,6 +150,7 @@ def solve(instance_path, method, seed, topology_path, topology_fmt, warm_start, 
     for this method are refused by name); the solution is re-checked by the independent
     checker, and a violation makes the status `error` (exit code 1)."""
     fmt = deprecated_alias("--format", "--input-format", old_fmt, fmt, default="json")
+    check_writable(out)  # before any work: a solve is not run for a file it cannot write
     instance = load_instance(instance_path, fmt, capacity)
     knobs = {**given(knobs), **settings_from(set_pairs)}
     m = registry.get(method)
@@ -161,6 +165,8 @@ def solve(instance_path, method, seed, topology_path, topology_fmt, warm_start, 
         raise NotApplicableError(f"{given_as}: {reason}")
     options = m.options(knobs, seed=seed, export=export_path, warm_start=_load_result(
         warm_start, instance, "--warm-start", instance_path))
+    if options.solver.time_limit is not None:  # the limit counts from the command's start
+        options = options.with_(deadline=Deadline(options.solver.time_limit, command_started()))
     t0 = time.perf_counter()
     result = None
     try:
@@ -168,20 +174,23 @@ def solve(instance_path, method, seed, topology_path, topology_fmt, warm_start, 
         log.info("%s finished in %.3f s (own runtime %.3f s)", method, time.perf_counter() - t0,
                  result.runtime_s)
         write_solution(out, result, instance)
-    except KeyboardInterrupt:
-        # Ctrl-C outside the solver (model building, checking, writing): keep what exists
+        log.info("solution written %.3f s after the command started",
+                 time.perf_counter() - command_started())
+    except KeyboardInterrupt as exc:
+        # Ctrl-C or SIGTERM outside the solver (model building, checking, writing): keep
+        # what exists (a CBC child is killed and its temporary folder removed by the backend)
         if result is None:
-            click.echo("interrupted before the solver finished: no solution written", err=True)
+            click.echo(f"{what(exc)} before the solver finished: no solution written", err=True)
         else:
             write_solution(out, result, instance)
-            click.echo(f"interrupted: the solution was written to {out}", err=True)
-        raise SystemExit(130) from None
+            click.echo(f"{what(exc)}: the solution was written to {out}", err=True)
+        raise SystemExit(exit_code(exc)) from None
     click.echo(result.summary())
     if result.metrics:
         _print_metrics(result.metrics)
-    if result.info.get("interrupted"):
-        click.echo(f"interrupted: the incumbent was written to {out}", err=True)
-        raise SystemExit(130)
+    if result.info.get("interrupted") or terminated():
+        click.echo(f"{what()}: the incumbent was written to {out}", err=True)
+        raise SystemExit(exit_code())
     if result.status is Status.ERROR:
         raise SystemExit(1)
 
@@ -227,6 +236,8 @@ def evaluate_cmd(instance_path, solution_path, fmt, old_json, topology_fmt, rout
     fmt = deprecated_alias("--json", "--format json", "json" if old_json else None, fmt,
                            default="text")
     as_json = fmt == "json"
+    if out is not None:
+        check_writable(out)
     instance = Instance.load(instance_path)
     kind = topology_io.topology_format(solution_path, topology_fmt)
     data = read_solution(solution_path) if kind == "json" else None
@@ -316,7 +327,7 @@ def export(solution_path, fmt, instance_path, out) -> None:
 
     data = read_solution(solution_path)
     suffix = {"graphml": ".graphml", "routing": ".routing.csv", "edgelist": ".edgelist"}[fmt]
-    target = Path(out or Path(solution_path).with_suffix(suffix))
+    target = check_writable(out if out is not None else Path(solution_path).with_suffix(suffix))
     instance = None
     if instance_path is not None and fmt == "graphml":  # busy times come from the routing
         instance = Instance.load(instance_path)

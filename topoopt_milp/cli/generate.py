@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..core.instance import InstanceError
+from ..core.outfile import check_writable
 from ..workloads import generators
 from . import main
 
@@ -92,6 +93,7 @@ def generate(family, n, degree, gbps, seed, regular, compute_s, latency_us, name
         if key not in allowed:
             flag = "--" + key.replace("_", "-")
             raise InstanceError(f"{flag}: not an option of traffic pattern {family!r}")
+    check_writable(out)
     instance = generators.generate(family, n, degree, gbps, regular=regular, **options)
     if name is not None:
         instance = instance.from_dict({**instance.to_dict(), "name": name})

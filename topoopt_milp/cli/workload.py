@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from ..core.outfile import check_folder, check_writable, write_text
 from . import main
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ def workload(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes, g
     from ..core.evaluate import ideal_switch_time
     from ..workloads.strategy import parse_strategy
 
+    check_writable(out)
     w = _workload(model_name, n, gpus_per_server, batch, dtype_bytes, gpu, efficiency)
     s = parse_strategy(strategy, w.model, n, gpus_per_server)
     inst = w.instance(s, degree, gbps, name=name or Path(out).stem,
@@ -84,7 +86,7 @@ def _json_default(o):
 
 
 def _dump(path: Path, data) -> None:
-    path.write_text(json.dumps(data, indent=1, default=_json_default) + "\n")
+    write_text(path, json.dumps(data, indent=1, default=_json_default) + "\n")
 
 
 def _cost_options(f):
@@ -157,6 +159,11 @@ def cooptimize(model_name, n, degree, gbps, gpus_per_server, batch, dtype_bytes,
     from .bench import settings_from
     from .options import given
 
+    if out:
+        check_folder(out)  # before the search: its result must have somewhere to go
+    if instance_out:
+        check_folder(Path(instance_out).parent, "--instance-out")
+        check_writable(instance_out, "--instance-out")
     w = _workload(model_name, n, gpus_per_server, batch, dtype_bytes, gpu, efficiency)
     start = parse_strategy(strategy, w.model, n, gpus_per_server)
     knobs = settings_from(set_pairs)

@@ -38,6 +38,7 @@ import numpy as np
 from .errors import InputError
 from .jsonfile import problem as json_problem
 from .jsonfile import read_json, text_problem
+from .outfile import write_text
 
 FORMAT = "topoopt-instance/1"
 BYTES_PER_GBPS = 1.25e8  # 1 Gbps = 1e9 bit/s = 1.25e8 byte/s
@@ -342,7 +343,7 @@ class Instance:
 
     def save(self, path: str | Path) -> None:
         """Write the instance file (see :meth:`to_json`)."""
-        Path(path).write_text(self.to_json())
+        write_text(path, self.to_json())
 
     @classmethod
     def load(cls, path: str | Path) -> Instance:

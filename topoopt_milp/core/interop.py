@@ -46,6 +46,7 @@ Routing CSV (:func:`routing_rows`, :func:`write_routing_csv`)
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,6 +55,7 @@ import numpy as np
 
 from .evaluate import arc_loads
 from .instance import Instance
+from .outfile import write_text
 from .result import SolutionError
 from .topology import Routing, Topology
 
@@ -143,7 +145,7 @@ def solution_multigraph(solution: dict, instance: Instance | None = None) -> nx.
 def write_graphml(path: str | Path, solution: dict, instance: Instance | None = None) -> nx.MultiGraph:
     """Write :func:`solution_multigraph` to ``path``; returns the graph written."""
     g = solution_multigraph(solution, instance)
-    nx.write_graphml(g, str(path))
+    write_text(path, "\n".join(nx.generate_graphml(g)) + "\n")
     return g
 
 
@@ -151,7 +153,7 @@ def write_edgelist(path: str | Path, solution: dict) -> int:
     """Write ``i j count`` lines (module docstring); returns the number of links."""
     topo = _topology(solution)
     rows = topo.link_list()
-    Path(path).write_text("".join(f"{i} {j} {c}\n" for i, j, c in rows))
+    write_text(path, "".join(f"{i} {j} {c}\n" for i, j, c in rows))
     return sum(c for _, _, c in rows)
 
 
@@ -169,10 +171,11 @@ def write_routing_csv(path: str | Path, solution: dict) -> int:
     if routing is None:
         raise SolutionError(f"routing: the solution holds none (status {solution.get('status')})")
     rows = 0
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(ROUTING_COLUMNS)
-        for row in routing_rows(routing):
-            w.writerow(row)
-            rows += 1
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(ROUTING_COLUMNS)
+    for row in routing_rows(routing):
+        w.writerow(row)
+        rows += 1
+    write_text(path, f.getvalue())
     return rows

@@ -22,13 +22,13 @@ that several methods share.
 from __future__ import annotations
 
 import math
-import time
 import typing
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, replace
 from types import NoneType, UnionType
 from typing import TYPE_CHECKING, Any
 
+from .deadline import Deadline
 from .errors import InputError
 
 if TYPE_CHECKING:  # a warm start is a result; results do not depend on parameters' internals
@@ -220,7 +220,7 @@ class SolveOptions:
     method: Params = field(default_factory=Params)
     warm_start: SolveResult | None = None
     export: str | None = None
-    deadline: float | None = None  # time.perf_counter() at which the time limit runs out
+    deadline: Deadline | None = None  # the one clock of the solve (core/deadline.py)
     run_method: Callable[..., SolveResult] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -230,24 +230,27 @@ class SolveOptions:
     def with_(self, **changes: Any) -> SolveOptions:
         return replace(self, **changes)
 
-    def check_deadline(self) -> None:
-        """Raise :class:`DeadlineExceeded` when the time limit has run out (model builders
-        call this between their loops, so that building never runs far past the limit)."""
-        if self.deadline is not None and time.perf_counter() > self.deadline:
-            raise DeadlineExceeded(f"time limit of {self.solver.time_limit:g} s reached while "
+    def check_deadline(self, keep: float = 0.0) -> None:
+        """Raise :class:`DeadlineExceeded` when the time limit has run out, ``keep`` seconds
+        kept back (model builders call this between their loops, so that building never runs
+        far past the limit)."""
+        if self.deadline is not None and self.deadline.expired(keep):
+            raise DeadlineExceeded(f"time limit of {self.deadline.limit:g} s reached while "
                                    "building the model")
 
-    def time_left(self) -> float | None:
+    def time_left(self, keep: float = 0.0) -> float | None:
         """Seconds the solver may still use: the time limit minus what the solve has spent so
-        far (warm start, model building), never below a few milliseconds so that a solver
-        asked too late still hands back its incumbent; ``None`` without a time limit. The
-        time limit covers the whole solve (registry.solve sets ``deadline`` when it starts)."""
+        far (start-up, warm start, model building), minus the deadline's reserve (checking
+        and writing) and ``keep`` (extracting the solution), never below a few milliseconds
+        so that a solver asked too late still hands back its incumbent; ``None`` without a
+        time limit. The time limit covers the whole solve (:mod:`topoopt_milp.core.deadline`;
+        registry.solve starts the clock if the caller has not)."""
         limit = self.solver.time_limit
         if limit is None:
             return None
         if self.deadline is None:
             return float(limit)
-        return max(0.005, min(float(limit), self.deadline - time.perf_counter()))
+        return self.deadline.budget(keep)
 
     def constraints(self, instance: Any) -> dict[str, Any]:
         """The constraints these options put on every solution on ``instance``: the union of

@@ -27,6 +27,7 @@ from typing import Any
 from .errors import InputError
 from .instance import MAX_N, Instance
 from .jsonfile import read_json
+from .outfile import write_text
 from .scope import Features, Scope
 from .topology import Routing, Topology
 
@@ -244,7 +245,7 @@ def write_solution(path: str | Path, result: SolveResult, instance: Instance,
     """Write the solution file (``metrics`` default: the result's own)."""
     metrics = result.metrics if metrics is None else metrics
     text = json.dumps(finite_json(solution_dict(result, instance, metrics)), indent=1)
-    Path(path).write_text(text + "\n")
+    write_text(path, text + "\n")  # a failed write is one line and the content is kept
 
 
 def finite_json(obj: Any) -> Any:

@@ -18,6 +18,16 @@ from ..core.topology import Path, Topology
 LEFTOVER = 1e-6  # relative unrouted demand absorbed by normalisation (solver noise)
 
 
+def flows_by_source(flow_vars: dict, values) -> dict[int, dict[tuple[int, int], float]]:
+    """``{s: {(i, j): value}}`` from arc-flow variables keyed ``(s, i, j)`` and a
+    ``name -> value`` mapping, in one pass (a filter per source would walk every variable
+    ``n`` times: a second at ``n = 64``, on the time after the solver)."""
+    out: dict[int, dict[tuple[int, int], float]] = {}
+    for (s, i, j), v in flow_vars.items():
+        out.setdefault(s, {})[i, j] = values.get(v.name, 0.0)
+    return out
+
+
 def decompose_flow(s: int, flow: dict[tuple[int, int], float], demand: dict[int, float],
                    topology: Topology) -> dict[int, list[tuple[Path, float]]]:
     """Paths with fractions per destination from a single-source arc flow.

@@ -478,17 +478,16 @@ def write_outputs(res: CoOptResult, out_dir, summary_obj: dict, name: str | None
     :func:`final_instance`) and ``solution.json`` (the final strategy's topology and routing,
     with metrics) in ``out_dir``."""
     import json
-    from pathlib import Path
 
     import pandas as pd
 
     from ..core.evaluate import evaluate
+    from ..core.outfile import check_folder, write_text
     from ..core.result import write_solution
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(summary_obj, indent=1) + "\n")
-    pd.DataFrame(res.trajectory).to_csv(out / "trajectory.csv", index=False)
+    out = check_folder(out_dir)
+    write_text(out / "summary.json", json.dumps(summary_obj, indent=1) + "\n")
+    write_text(out / "trajectory.csv", pd.DataFrame(res.trajectory).to_csv(index=False))
     res.final.strategy.save(out / "strategy.json", res.model)
     inst = final_instance(res, name, provenance)
     inst.save(out / "instance.json")

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.files import read_input_text
+from ..core.outfile import write_text
 from .zoo import Model
 
 STRATEGY_FORMAT = "topoopt-strategy/1"
@@ -101,7 +102,7 @@ class Strategy:
                    tuple(int(x["offset"]) for x in layers), int(data.get("tensor", 1)))
 
     def save(self, path: str | Path, model: Model | None = None) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(model), indent=1) + "\n")
+        write_text(path, json.dumps(self.to_dict(model), indent=1) + "\n")
 
     def summary(self, model: Model) -> str:
         """Short human-readable description: degree histogram of dense layers."""

@@ -78,6 +78,8 @@ class Workload:
     def __post_init__(self) -> None:
         if self.n < 2:
             raise InputError(f"n: need at least 2 servers, got {self.n}")
+        if self.gpus_per_server < 1:  # it multiplies every shard's batch: 0 GPUs compute nothing
+            raise InputError(f"gpus_per_server: must be at least 1, got {self.gpus_per_server}")
         if self.dtype_bytes < 1:
             raise InputError(f"dtype_bytes: must be >= 1, got {self.dtype_bytes}")
         L = self.model.layers

@@ -17,14 +17,16 @@ The mapping from each solver's statuses to :class:`~topoopt_milp.core.result.Sta
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import re
+import signal
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -34,7 +36,8 @@ import numpy as np
 import pulp
 from scipy.sparse import coo_matrix, csc_matrix
 
-from ..params import ParamError, SolveOptions
+from ..deadline import load_factor
+from ..params import DeadlineExceeded, ParamError, SolveOptions
 from ..result import Status
 
 log = logging.getLogger(__name__)
@@ -109,13 +112,16 @@ class MatrixModel:
 
 
 # -- PuLP -> arrays ------------------------------------------------------------------------
-def pulp_to_matrix(problem: pulp.LpProblem) -> MatrixModel:
-    """Arrays of a PuLP model (variables in ``problem.variables()`` order)."""
+def pulp_to_matrix(problem: pulp.LpProblem, check: Callable[[], None] | None = None) -> MatrixModel:
+    """Arrays of a PuLP model (variables in ``problem.variables()`` order). ``check`` is
+    called every few thousand rows (the deadline: converting a large model takes seconds)."""
     variables = problem.variables()
     index = {v.name: j for j, v in enumerate(variables)}
     rows, cols, vals = [], [], []
     lo, up, rnames = [], [], []
     for r, con in enumerate(problem.constraints()):  # the PuLP 4 API: a list, in order
+        if check is not None and r % 1024 == 0:
+            check()
         name = con.name or f"c{r}"  # unnamed rows (PuLP 4 keeps their names internal)
         for v, a in con.items():
             rows.append(r)
@@ -168,8 +174,41 @@ def solve_pulp(
     if options.export:
         export_model(problem, options.export)
     if options.solver.solver == "highs":
-        return solve_matrix(pulp_to_matrix(problem), options.with_(export=None), warm_start)
+        t0 = time.perf_counter()
+        model = pulp_to_matrix(problem, options.check_deadline)
+        # reading the solution back walks the same variables and rows in Python as the
+        # conversion did (values, flow decomposition, the fallback): keep as much for it
+        keep = EXTRACT_PER_CONVERT * (time.perf_counter() - t0)
+        return solve_matrix(model, options.with_(export=None), warm_start, keep=keep)
     return _solve_cbc(problem, options, warm_start)
+
+
+# Seconds of work after the solver per second of converting the PuLP model, measured on
+# alloc-milp at n = 64 (benchmarks/bench_time_limits.py): extraction, fallback and routing.
+EXTRACT_PER_CONVERT = 0.6
+# Seconds of work after the solver per column of an array model at load 1 (reading the
+# column vector, decomposing flows), and HiGHS's uninterruptible start (copying the model,
+# presolve) per nonzero: the solver is not started when less than that is left.
+EXTRACT_S_PER_COLUMN = 1e-6
+START_S_PER_NONZERO = 1e-6
+
+
+def solver_keep(model: MatrixModel, keep: float = 0.0) -> float:
+    """Seconds to keep back from the solver's budget for the work after it: ``keep`` (the
+    caller's measured estimate) or the per-column estimate scaled by the machine's load."""
+    return max(keep, EXTRACT_S_PER_COLUMN * len(model.cost) * load_factor())
+
+
+def check_start(model: MatrixModel, options: SolveOptions, keep: float) -> None:
+    """:class:`DeadlineExceeded` when the deadline leaves less than the solver's own
+    uninterruptible start-up (copying the model, presolve) after keeping ``keep``: a solver
+    started then would return nothing better than the warm start, late."""
+    if options.deadline is None:
+        return
+    start = START_S_PER_NONZERO * model.A.nnz * load_factor()
+    if options.deadline.left(keep) < start:
+        raise DeadlineExceeded(f"time limit of {options.deadline.limit:g} s reached before "
+                               "the solver could start")
 
 
 def export_model(problem: pulp.LpProblem, path: str) -> None:
@@ -305,17 +344,24 @@ def highs_lp(model: MatrixModel, names: bool = False) -> highspy.HighsLp:
 
 def solve_matrix(
     model: MatrixModel, options: SolveOptions, warm_start: dict[str, float] | None = None,
-    row_duals: bool = False,
+    row_duals: bool = False, keep: float = 0.0,
 ) -> BackendOutcome:
     """Solve an array model with HiGHS; read status, objective and dual bound from HiGHS.
+
+    The time limit is what ``options.deadline`` leaves after keeping back the work after the
+    solver (``keep`` seconds, at least the per-column estimate of :func:`solver_keep`); when
+    less than the solver's start-up is left, :class:`DeadlineExceeded` is raised instead of
+    starting it (the method then returns its warm start: ``result_step.out_of_time``).
 
     For a MIP the bound is HiGHS's ``mip_dual_bound``; for an LP solved to optimality it is the
     objective itself (optimal within HiGHS's 1e-7 tolerances), otherwise ``None``."""
     sp = options.solver
+    keep = solver_keep(model, keep)
+    check_start(model, options, keep)
     h = new_highs()
     h.setOptionValue("output_flag", sp.solver_log)
-    if options.time_left() is not None:
-        h.setOptionValue("time_limit", options.time_left())
+    if options.time_left(keep) is not None:
+        h.setOptionValue("time_limit", options.time_left(keep))
     h.setOptionValue("random_seed", int(options.seed))
     h.setOptionValue("mip_rel_gap", float(sp.mip_gap))
     if sp.threads > 1:
@@ -410,6 +456,10 @@ def _solve_cbc(
                 v.setInitialValue(warm_start[v.name])
     sp = options.solver
     is_mip = problem.isMIP()
+    # PuLP writes the model as MPS and reads the solution back in Python, inside the time
+    # CBC is given: keep that back as well as the extraction after it
+    keep = 3 * EXTRACT_S_PER_COLUMN * len(problem.variables()) * load_factor()
+    options.check_deadline(keep)
     # PuLP's bundled CBC binary through COIN_CMD (PULP_CBC_CMD is deprecated in PuLP 3.3), in a
     # private temporary folder that is removed whatever happens, with CBC's log in it
     with tempfile.TemporaryDirectory(prefix="topoopt-cbc-") as tmp:
@@ -417,7 +467,7 @@ def _solve_cbc(
         solver = pulp.COIN_CMD(
             path=cbc_path(),
             msg=False,
-            timeLimit=options.time_left(),
+            timeLimit=options.time_left(keep),
             threads=sp.threads if sp.threads > 1 else None,
             gapRel=sp.mip_gap if is_mip else None,
             warmStart=bool(warm_start),
@@ -432,6 +482,11 @@ def _solve_cbc(
         except pulp.PulpSolverError as exc:
             return BackendOutcome(Status.ERROR, None, None, time.perf_counter() - t0, "cbc",
                                   cbc_version(), {}, f"cbc failed: {exc}")
+        except BaseException:
+            # Ctrl-C or SIGTERM (core/stop.py) while PuLP waits for CBC: CBC must not run on
+            # to its own limit, nor keep writing into the folder that is removed now
+            stop_children(Path(cbc_path()).name)
+            raise
     runtime = time.perf_counter() - t0
     status, message = _cbc_status(text, problem, is_mip)
     objective = bound = None
@@ -450,6 +505,29 @@ def _solve_cbc(
             bound = b if math.isfinite(b) and abs(b) < 1e49 else None
     return BackendOutcome(status, objective, bound, runtime, "cbc", cbc_version(), values,
                           message)
+
+
+def stop_children(name: str) -> int:
+    """Kill (SIGKILL) and reap this process's child processes whose command name is
+    ``name`` (Linux: read from ``/proc``; elsewhere nothing is found); returns how many."""
+    me, killed = os.getpid(), 0
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        comm, rest = stat[stat.find("(") + 1: stat.rfind(")")], stat[stat.rfind(")") + 2:].split()
+        if len(rest) > 1 and int(rest[1]) == me and comm == name[:15]:  # comm: 15 characters
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                killed += 1
+    return killed
 
 
 def cbc_path() -> str:

@@ -99,7 +99,7 @@ from ...core.sizes import Estimate, traffic_counts
 from ...core.spec import MethodSpec
 from ...core.topology import Ring, Topology, default_rings
 from .. import model_data as _exact
-from ..flow_paths import decompose_flow
+from ..flow_paths import decompose_flow, flows_by_source
 from ..model_data import expr_value, normalise_shares
 from ..result_step import honest_result, warm_incumbent, warm_topology
 
@@ -170,6 +170,8 @@ def flow_vars_milp(prob, n: int, x, demand: dict[int, dict[int, object]], tick=N
             out = pulp.lpSum(f[s, v, u] for u in range(n) if (s, v, u) in f)
             prob += inn - out == row.get(v, 0), f"cons_{s}_{v}"
     for i, j in permutations(range(n), 2):
+        if tick is not None and j == 0:
+            tick()
         terms = [f[s, i, j] for s in demand if (s, i, j) in f]
         if terms:
             prob += pulp.lpSum(terms) <= x[i, j], f"cap_{i}_{j}"
@@ -313,8 +315,9 @@ def extract_milp(instance, options, parts, values, method, out, runtime, spu, fa
     if chosen:
         rings = normalise_shares(rings)
     pair_paths = {}
+    by_source = flows_by_source(parts["f"], values)
     for s, row in parts["demand"].items():
-        arc = {(i, j): values.get(v.name, 0.0) for (ss, i, j), v in parts["f"].items() if ss == s}
+        arc = by_source.get(s, {})
         dem = {t: expr_value(e, values) for t, e in row.items()}
         for t, ps in decompose_flow(s, arc, dem, topo).items():
             pair_paths[(s, t)] = ps

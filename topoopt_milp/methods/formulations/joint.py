@@ -71,7 +71,7 @@ from ...core.sizes import Estimate
 from ...core.spec import MethodSpec
 from ...core.topology import Ring, Topology, default_rings
 from .. import model_data as _exact
-from ..flow_paths import decompose_flow
+from ..flow_paths import decompose_flow, flows_by_source
 from ..result_step import honest_result, warm_incumbent, warm_topology
 from .alloc import (
     LinkParams,
@@ -249,8 +249,9 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
                         lambda g, r: vals.get(parts["shares"][g, r].name, 0.0))
     lam = vals.get("lam", 0.0)
     pair_paths = {}
+    by_source = flows_by_source(parts["f"], vals)
     for s, row in parts["demand"].items():
-        arc = {(i, j): vals.get(v.name, 0.0) for (ss, i, j), v in parts["f"].items() if ss == s}
+        arc = by_source.get(s, {})
         dem = {t: float(sum(c * vals.get(v.name, 0.0) for v, c in e.items()) + e.constant)
                if not isinstance(e, float) else e for t, e in row.items()}
         pair_paths.update({(s, t): ps for t, ps in decompose_flow(s, arc, dem, topo).items()})
