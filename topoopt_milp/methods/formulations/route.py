@@ -61,8 +61,10 @@ not needed; ``crossover = on`` runs it. ``simplex`` and ``pdlp`` are also availa
 Units and results
 -----------------
 Volumes in units of ``V`` bytes (:func:`_exact.volume_unit`), capacities in links (or the
-largest SNDlib capacity), so ``U`` is O(1). The reported objective is ``comm_time`` of the
-returned routing (SNDlib: its congestion); the bound is the solver's bound in seconds.
+largest SNDlib capacity, after :mod:`.shared_capacity` has brought shared capacities within
+``R_MAX`` of each other, which the HiGHS tolerances need), so ``U`` is O(1). The reported
+objective is ``comm_time`` of the returned routing (SNDlib: its congestion); the bound is the
+solver's bound in seconds.
 """
 
 from __future__ import annotations
@@ -201,9 +203,12 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
         note = f"k_paths={options.method.k_paths}"
     obj = outcome.objective * P.sec_per_unit if outcome.objective is not None else None
     bound = outcome.bound * P.sec_per_unit if outcome.bound is not None else None
+    if bound is not None and variant == "fractional":
+        bound *= P.bound_factor  # links left out of the model (.shared_capacity, step 2)
     detail = None if variant == "fractional" else (
         f"{'one' if variant == 'unsplittable' else 'a split'} of the {options.method.k_paths} "
-        "shortest paths per commodity")
+        "shortest paths per commodity" + (" (links left out of the model avoided)"
+                                          if P.dropped is not None else ""))
     return finish("route-milp", P, options, outcome, routing, obj, bound,
                   time.perf_counter() - t0, note=note, restricted=detail)
 
@@ -227,6 +232,8 @@ def finish(method: str, P: RouteProblem, options: SolveOptions, outcome, routing
                   **ring_scope("fixed", P.rings),
                   **({} if restricted is None else {"routing": "restricted", "detail": restricted}))
     kind = "max_link_utilization" if P.shared else "comm_time"
+    if P.conditioning:
+        note = f"{note}; {P.conditioning}" if note else P.conditioning
     return honest_result(method, inst, options, outcome, P.topology if routing is not None else None,
                    routing, scope=scope, runtime=runtime, bound=bound_s, model_objective=obj_s,
                    objective_kind=kind, exact_model=exact_model, scale=scale,

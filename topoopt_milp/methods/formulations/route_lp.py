@@ -12,7 +12,7 @@ from ...core.errors import InputError
 from ...core.params import SolveOptions
 from ...core.topology import Path
 from ..flow_paths import decompose_flow
-from .route_problem import INF, RouteProblem
+from .route_problem import INF, RouteProblem, dropped_arcs, model_caps
 
 
 # -- matrix assembly helpers -----------------------------------------------------------------
@@ -35,7 +35,7 @@ def _capacity_rows(P: RouteProblem, arc_cols: list[tuple[np.ndarray, np.ndarray]
     nres = len(P.res_arcs)
     rows.append(row0 + np.arange(nres))
     cols.append(np.full(nres, u_col))
-    vals.append(-P.res_cap)
+    vals.append(-model_caps(P))
     return rows, cols, vals, nres
 
 
@@ -116,7 +116,11 @@ def _flow_lp(P: RouteProblem, sources: np.ndarray, demand: np.ndarray,
     row_lo = np.concatenate([row_lo, np.full(nres, -INF)])
     row_up = np.concatenate([row_up, np.zeros(nres)])
     names = [f"f{j}" for j in range(K * m)] + ["U"]
-    return _model(rows, cols, vals, K * m + 1, row_lo, row_up, names), K * m
+    col_up = None
+    if P.dropped is not None:  # links left out (.shared_capacity): no flow on their arcs
+        col_up = np.full(K * m + 1, INF)
+        col_up[:K * m][np.tile(dropped_arcs(P), K)] = 0.0
+    return _model(rows, cols, vals, K * m + 1, row_lo, row_up, names, col_up=col_up), K * m
 
 
 def _decompose(P: RouteProblem, sources, demand, flows: np.ndarray, pairs_of_row=None):

@@ -14,7 +14,7 @@ from ...core.params import SolveOptions
 from ...core.topology import Commodity, Path, Routing, Topology
 from .. import model_data as _exact
 from .route_lp import _capacity_rows, _model, _values
-from .route_problem import INF, RouteProblem
+from .route_problem import INF, RouteProblem, model_caps, usable_topology
 
 
 # -- path formulations: ksp LP, unsplittable MILP / CP-SAT -------------------------------------
@@ -108,7 +108,9 @@ def _solve_paths(P: RouteProblem, options: SolveOptions, integer: bool):
         items = _unsplit_items(P)
     else:
         items = [(int(s), int(t), float(P.D[s, t])) for s, t in np.argwhere(P.D > 0)]
-    cands = candidate_paths(P.topology, {(s, t) for s, t, _ in items}, options.method.k_paths)
+    # links left out of the models (.shared_capacity) are left out of the candidates too
+    cands = candidate_paths(usable_topology(P), {(s, t) for s, t, _ in items},
+                            options.method.k_paths)
     model, (owners, paths, *_rest) = _path_model(P, cands, items, integer)
     warm = None
     if integer:
@@ -118,7 +120,7 @@ def _solve_paths(P: RouteProblem, options: SolveOptions, integer: bool):
         start[offsets + np.array(chosen, dtype=int)] = 1.0
         loads = model.A[len(items):, :-1] @ start
         warm = {nm: float(x) for nm, x in zip(model.names, start, strict=False)}
-        warm["U"] = float(np.max(loads / P.res_cap)) if len(loads) else 0.0
+        warm["U"] = float(np.max(loads / model_caps(P))) if len(loads) else 0.0
     outcome = solve_model(model, options, warm)
     if not outcome.status.has_solution:
         return outcome, None

@@ -31,6 +31,7 @@ from ...core.topology import (
     rings_along_jumps,
 )
 from .. import model_data as _exact
+from .shared_capacity import condition
 
 INF = math.inf
 
@@ -41,7 +42,9 @@ class RouteProblem:
 
     ``arcs[a] = (u, v)``; resource ``r`` covers arcs ``res_arcs[r]`` with capacity
     ``res_cap[r]``; ``D`` is the aggregated demand matrix in volume units. Seconds per model
-    time unit: ``unit / cap_unit``."""
+    time unit: ``unit / cap_unit``. Shared capacities are conditioned for the solvers
+    (:func:`.shared_capacity.condition`: large ones clipped without changing the optimum,
+    insignificant links left out with ``bound_factor`` keeping the bound valid)."""
 
     instance: Instance
     topology: Topology
@@ -54,6 +57,11 @@ class RouteProblem:
     unit: float
     cap_unit: float
     shared: bool
+    # shared capacities only (:mod:`.shared_capacity`): links left out of the models, the
+    # factor that makes a model bound valid for the instance, and what was done
+    dropped: np.ndarray | None = None
+    bound_factor: float = 1.0
+    conditioning: str = ""
 
     @property
     def sec_per_unit(self) -> float:
@@ -99,21 +107,56 @@ def problem_on(instance: Instance, topology: Topology, rings: tuple[Ring, ...]) 
     L = topology.links
     u, v = np.nonzero(L)
     arcs = np.stack([u, v], axis=1)
-    shared = instance.topology is not None and instance.topology.shared
-    if shared:
-        caps = link_capacities(instance)  # {(i, j): bytes/s}, i < j
-        index = {(int(a), int(b)): k for k, (a, b) in enumerate(arcs)}
-        cap_unit = max(caps.values())
-        res_arcs = tuple(np.array([index[(i, j)], index[(j, i)]]) for (i, j) in caps)
-        res_cap = np.array([c / cap_unit for c in caps.values()])
-    else:
-        cap_unit = instance.link_bytes_per_s
-        res_arcs = tuple(np.array([a]) for a in range(len(arcs)))
-        res_cap = L[u, v].astype(float)
     unreachable = (D > 0) & ~np.isfinite(topology.hop_distances)
     if unreachable.any():
         s, t = (int(x) for x in np.argwhere(unreachable)[0])
         raise InputError(f"topology: no path from {s} to {t}, which has demand (disconnected)")
+    shared = instance.topology is not None and instance.topology.shared
+    dropped, factor, note = None, 1.0, ""
+    if shared:
+        caps = link_capacities(instance)  # {(i, j): bytes/s}, i < j
+        index = {(int(a), int(b)): k for k, (a, b) in enumerate(arcs)}
+        res_arcs = tuple(np.array([index[(i, j)], index[(j, i)]]) for (i, j) in caps)
+        # capacities far apart break the LP tolerances: clipped / left out, with the proofs
+        cond = condition(n, list(caps), np.array(list(caps.values())), D)
+        cap_unit = float(cond.caps.max())
+        res_cap = cond.caps / cap_unit
+        if cond.dropped.any():
+            dropped = cond.dropped
+        factor, note = cond.bound_factor, cond.note
+        if not math.isfinite(unit / cap_unit):
+            raise InputError(f"topology: capacities as small as {cap_unit:.3g} for volumes of "
+                             f"{unit:.3g}: the congestion overflows the float range")
+    else:
+        cap_unit = instance.link_bytes_per_s
+        res_arcs = tuple(np.array([a]) for a in range(len(arcs)))
+        res_cap = L[u, v].astype(float)
     return RouteProblem(instance, topology, rings, comms, D, arcs, res_arcs, res_cap, unit,
-                        cap_unit, shared)
+                        cap_unit, shared, dropped, factor, note)
 
+
+def model_caps(P: RouteProblem) -> np.ndarray:
+    """The capacities the LP and path models write: ``res_cap``, with 1 for the links left
+    out (their arcs carry no flow in the models, so their rows are void)."""
+    if P.dropped is None:
+        return P.res_cap
+    return np.where(P.dropped, 1.0, P.res_cap)
+
+
+def dropped_arcs(P: RouteProblem) -> np.ndarray:
+    """Per arc: whether it belongs to a link left out of the models."""
+    out = np.zeros(len(P.arcs), dtype=bool)
+    if P.dropped is not None:
+        for r in np.flatnonzero(P.dropped):
+            out[P.res_arcs[r]] = True
+    return out
+
+
+def usable_topology(P: RouteProblem) -> Topology:
+    """``P.topology`` without the links left out of the models (candidate paths avoid them)."""
+    if P.dropped is None:
+        return P.topology
+    L = np.array(P.topology.links)
+    for a in np.flatnonzero(dropped_arcs(P)):
+        L[P.arcs[a, 0], P.arcs[a, 1]] = 0
+    return Topology(L)
