@@ -128,3 +128,55 @@ def test_no_finished_routing_step_falls_back_to_the_best_start(monkeypatch):
     best = min(alloc_alternate.start_topologies(inst, registry.run_method), key=lambda s: s.objective_s)
     assert res.objective == pytest.approx(best.objective_s)
     assert "no routing step finished" in res.message
+
+
+# -- issue 20: zero traffic, and a cap that every start breaks -------------------------------
+@pytest.mark.parametrize("traffic", [
+    {"mp": [(0, 1, 0.0)]}, {}, {"allreduce": [((0, 1, 2, 3), 0.0)]},
+])
+def test_zero_traffic_is_routed_in_no_time(traffic):
+    """Regression: ring_lp.route_rings reshaped the flows of zero sources by -1 (traceback)."""
+    from topoopt_milp.core.result import finite_json
+
+    inst = make_instance(8, 4, 100.0, **traffic)
+    res = registry.solve(inst, "alloc-alternate", time_limit=30, max_iterations=5)
+    assert res.status is Status.FEASIBLE and res.objective == 0.0
+    sol = finite_json(solution_dict(res, inst, evaluate(inst, res.topology, res.routing)))
+    assert check_solution(inst.to_dict(), sol) == []
+    rr = ring_lp.route_rings(inst, res.topology)
+    assert rr.objective_s == 0.0 and rr.gains is not None and not rr.gains.any()
+
+
+def test_every_start_above_the_cap_is_repaired_never_returned():
+    """With ``max_multiplicity = 1`` every start here has parallel links; the result used to be
+    the best start itself (2 parallel links, checker OK, another problem's answer). Starts are
+    now repaired to the cap by the link step, and the result lies between alloc-milp's proven
+    simple-graph optimum and the repaired starts."""
+    from topoopt_milp.workloads import generators
+
+    inst = generators.sparse(8, 4, pairs=4, seed=2)
+    starts = alloc_alternate.start_topologies(inst, registry.run_method)
+    assert starts and all(s.topology.links.max() > 1 for s in starts)
+    res = run(inst, max_multiplicity=1, max_iterations=15)
+    assert res.status is Status.FEASIBLE and res.topology.links.max() <= 1
+    assert any("repaired by the link step" in (s["note"] or "") for s in res.info["trajectory"])
+    opt = registry.solve(inst, "alloc-milp", max_multiplicity=1, time_limit=60)
+    assert opt.status is Status.OPTIMAL
+    assert res.objective >= opt.objective * (1 - 1e-6)
+    for s in starts:
+        fixed = alloc_alternate.repair(inst, s.topology, 1)
+        assert fixed is not None and fixed.links.max() <= 1
+        assert (fixed.links.sum(axis=1) == inst.degree).all()  # regular: degree kept
+        assert ((s.topology.links > 0) <= (fixed.links > 0)).all()  # its pairs stay linked
+
+
+def test_no_start_within_the_cap_gives_no_solution(monkeypatch):
+    """When no start can be brought within the cap (simulated: the repair fails), nothing
+    above the cap comes back: the fallback used to return the best start, multigraph and all."""
+    from topoopt_milp.workloads import generators
+
+    monkeypatch.setattr(alloc_alternate, "repair", lambda *a, **k: None)
+    inst = generators.sparse(8, 4, pairs=4, seed=2)
+    res = registry.solve(inst, "alloc-alternate", max_multiplicity=1, time_limit=30)
+    assert res.status is Status.NO_SOLUTION and res.topology is None
+    assert "breaks the multiplicity cap 1" in res.message

@@ -359,3 +359,111 @@ def test_time_limit_returns_shortest_paths_and_a_bound(method):
     assert res.objective == pytest.approx(comm_time(fixed, res.topology, shortest))
     assert 0 < res.bound <= res.objective
     assert_clean(fixed, res)
+
+
+# -- shared capacities far apart (issue 20): right or clearly refused, never "infeasible" -----
+def _shared(n, links, mp):
+    """A route-only instance with shared (SNDlib) capacities ``links = [(i, j, cap)]``."""
+    from topoopt_milp.core.instance import BYTES_PER_GBPS, FixedTopology, Instance
+
+    deg = np.zeros(n, dtype=int)
+    for i, j, _ in links:
+        deg[i] += 1
+        deg[j] += 1
+    return Instance(n=n, degree=int(deg.max()), link_gbps=1.0 / BYTES_PER_GBPS, mp=tuple(mp),
+                    regular=False, name="shared",
+                    topology=FixedTopology(tuple((min(i, j), max(i, j), float(c))
+                                                 for i, j, c in links), shared=True))
+
+
+def _cycle(caps, mp):
+    n = len(caps)
+    return _shared(n, [(k, (k + 1) % n, c) for k, c in enumerate(caps)], mp)
+
+
+def _assert_exact(inst, res, expected, solver):
+    from topoopt_milp.core.evaluate import shared_congestion
+
+    assert res.status is Status.OPTIMAL, (solver, res.status, res.message)
+    assert res.objective == pytest.approx(expected, rel=1e-6), (solver, res.message)
+    assert res.objective == pytest.approx(shared_congestion(inst, res.routing), rel=1e-12)
+    assert res.bound <= expected * (1 + 1e-7) and res.bound >= expected * (1 - 1e-6)
+    assert check_solution(inst.to_dict(), finite_json(solution_dict(res, inst, res.metrics))) == []
+
+
+@pytest.mark.parametrize("big", [1e6, 1e8, 1e9, 1e12, 1e200])
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_one_huge_link_keeps_the_cycle_optimum(big, solver):
+    """The issue's 4-cycle: links of 10 and one of ``big``; A->C 12 splits 6/6, U* = 0.6.
+    HiGHS said "infeasible" from 1e9 on and "no solution in time" at 1e8 (no limit set)."""
+    inst = _cycle([10, 10, 10, big], [(0, 2, 12.0)])
+    res = registry.solve(inst, "route-milp", solver=solver)
+    _assert_exact(inst, res, 0.6, solver)
+    assert ("clipped" in res.message) == (big / 10 > 1e6)  # only beyond R_MAX
+
+
+@pytest.mark.parametrize("caps, mp, expected", [
+    ([1e-300] * 4, [(0, 2, 12.0)], 6e300),  # uniformly tiny: one scale is enough
+    ([1e-300, 1e-300, 1e-300, 10], [(0, 2, 12.0)], 6e300),  # the 10 is clipped to 2e-300
+    ([1e-300, 1e-300, 1e-300, 1], [(0, 2, 12.0)], 6e300),
+    ([1e-10, 1e-10, 1e-10, 1], [(0, 2, 12.0)], 6e10),
+    ([1e-300, 10, 10, 10], [(0, 2, 12.0)], 1.2),  # the tiny link is left out, bound kept valid
+])
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_tiny_capacities_are_solved_right(caps, mp, expected, solver):
+    inst = _cycle(caps, mp)
+    _assert_exact(inst, registry.solve(inst, "route-milp", solver=solver), expected, solver)
+
+
+def test_tiny_chord_and_tiny_leaf_left_out_with_a_valid_bound():
+    # 4-cycle of 10s, E (4) hangs on A by 5, chord A-C of 1e-9: A->C 12 and E->B 1 give
+    # max((x + 1) / 10, (12 - x) / 10, 1 / 5) -> x = 5.5, U* = 0.65 (the chord adds ~1e-10)
+    ring = [(0, 1, 10), (1, 2, 10), (2, 3, 10), (3, 0, 10)]
+    inst = _shared(5, [*ring, (4, 0, 5), (0, 2, 1e-9)], [(0, 2, 12.0), (4, 1, 1.0)])
+    res = registry.solve(inst, "route-milp")
+    _assert_exact(inst, res, 0.65, "highs")
+    assert "left out of the model" in res.message
+    # a leaf of 1e-300 without demand: no simple path can use it
+    inst = _shared(5, [*ring, (4, 0, 1e-300)], [(0, 2, 12.0)])
+    _assert_exact(inst, registry.solve(inst, "route-milp"), 0.6, "highs")
+
+
+def test_capacities_no_model_can_hold_are_refused(tmp_path, runner):
+    from topoopt_milp.cli import main
+
+    ring = [(0, 1, 10), (1, 2, 10), (2, 3, 10), (3, 0, 10)]
+    # demand must cross a 1e-300 link while demands differ by 1e24: refused, not "infeasible"
+    inst = _shared(5, [*ring, (4, 0, 1e-300)], [(0, 2, 1e12), (4, 2, 1e-12)])
+    with pytest.raises(InputError, match=r"link \(0, 4\) has capacity 1e-300.*cannot represent"):
+        registry.solve(inst, "route-milp")
+    path = tmp_path / "far.json"
+    inst.save(path)
+    r = runner.invoke(main, ["solve", str(path), "-m", "route-milp", "--out",
+                             str(tmp_path / "o.json")])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.stderr.count("\n") == 1 and "cannot represent" in r.stderr
+    # a congestion beyond the float range
+    inst = _shared(5, [*ring, (4, 0, 1e-300)], [(0, 2, 12.0), (4, 2, 1e300)])
+    with pytest.raises(InputError, match="overflows the float range"):
+        registry.solve(inst, "route-milp")
+
+
+def test_random_cycles_with_capacities_over_600_orders_of_magnitude():
+    """Brute force by closed form: one commodity s->t on a cycle splits over the two arcs of
+    the cycle with bottlenecks b1, b2 (shared capacities), U* = D / (b1 + b2); one path only
+    (unsplittable) gives D / max(b1, b2). Capacities log-uniform in [1e-300, 1e300]."""
+    rng = np.random.default_rng(20)
+    for k in range(14):
+        n = int(rng.integers(4, 8))
+        caps = list(10.0 ** rng.uniform(-300, 300, size=n))
+        s, t = (int(x) for x in rng.choice(n, size=2, replace=False))
+        D = float(10.0 ** rng.uniform(-3, 3))
+        lo, hi = min(s, t), max(s, t)
+        b1, b2 = min(caps[lo:hi]), min(caps[hi:] + caps[:lo])
+        inst = _cycle(caps, [(s, t, D)])
+        solver = "cbc" if k % 3 == 0 else "highs"
+        _assert_exact(inst, registry.solve(inst, "route-milp", solver=solver), D / (b1 + b2),
+                      solver)
+        res = registry.solve(inst, "route-milp", variant="unsplittable", k_paths=2)
+        assert res.objective == pytest.approx(D / max(b1, b2), rel=1e-6)
+        assert res.scope_status == "optimal"

@@ -154,3 +154,85 @@ def test_capacity_modes_are_two_problems_with_two_hashes(tri):
     a = registry.solve(file_caps, "route-milp")
     b = registry.solve(unit_caps, "route-milp")
     assert a.objective == pytest.approx(14 / 15) and b.objective == pytest.approx(14 / 3)
+
+
+# -- strict reading (issue 20): every misread is a one-line error naming file, line, field ----
+NODES4 = "NODES (\n A ( 0 0 )\n B ( 1 0 )\n C ( 1 1 )\n D ( 0 1 )\n)\n"
+DEMAND_AC = "DEMANDS (\n D1 ( A C ) 1 3 UNLIMITED\n)\n"
+
+
+def _links(*rows: str) -> str:
+    return "LINKS (\n" + "".join(f" {r}\n" for r in rows) + ")\n"
+
+
+CYCLE = ("L1 ( A B ) 1 0 0 0 ( )", "L2 ( B C ) 1 0 0 0 ( )", "L3 ( C D ) 1 0 0 0 ( )",
+         "L4 ( D A ) 1 0 0 0 ( )")
+
+
+@pytest.mark.parametrize("text, match", [
+    # a NaN capacity used to drop the link silently (NaN > 0 is false)
+    (NODES4 + _links("L1 ( A B ) NaN 0 0 0 ( )", *CYCLE[1:]) + DEMAND_AC,
+     r"line 8: LINKS L1: pre-installed capacity: expected a finite number, got 'NaN'"),
+    (NODES4 + _links("L1 ( A B ) 1e400 0 0 0 ( )", *CYCLE[1:]) + DEMAND_AC,
+     r"line 8: LINKS L1: pre-installed capacity: expected a finite number"),
+    # 3 of 4 numbers: the next link's id used to be read as the setup cost and its end nodes
+    # as L1's module list, so L2 vanished
+    (NODES4 + _links("L1 ( A B ) 1 0 0", *CYCLE[1:]) + DEMAND_AC,
+     r"line 8: LINKS L1: setup cost: expected a number, got 'L2'"),
+    (NODES4 + _links(*CYCLE[:3], "L4 ( D A ) 1 0 0") + DEMAND_AC,
+     r"line 11: LINKS L4: setup cost missing"),
+    # a second LINKS section used to replace the first
+    (NODES4 + _links(*CYCLE[:2]) + _links(*CYCLE[2:]) + DEMAND_AC,
+     r"line 11: LINKS: section given twice \(first at line 7\)"),
+    (NODES4 + _links(*CYCLE) + "DEMANDS (\n D1 ( A C ) 1 nan UNLIMITED\n)\n",
+     r"line 14: DEMANDS D1: demand_value: expected a finite number"),
+    (NODES4 + _links(*CYCLE) + "DEMANDS (\n D1 ( A C ) 1 3\n D2 ( B D ) 1 1 UNLIMITED\n)\n",
+     r"line 14: DEMANDS D1: max_path_length missing \('D2' starts the next entry"),
+    (NODES4 + _links(*CYCLE[:3], "L4 ( D A ) 1 0 0 0 ( 5 )") + DEMAND_AC,
+     r"line 11: LINKS L4: module list: expected .* pairs of numbers"),
+    (NODES4 + _links(*CYCLE, "L5 ( A B ) 1e308 0 0 0 ( )", "L6 ( B A ) 1e308 0 0 0 ( )")
+     + DEMAND_AC, r"line 13: LINKS L6: .*add up to more than a float holds"),
+    (NODES4.replace("B ( 1 0 )", "B ( 1 )") + _links(*CYCLE) + DEMAND_AC,
+     r"line 3: NODES B: expected '\( x y \)'"),
+    (NODES4.replace("C ( 1 1 )", "A ( 1 1 )") + _links(*CYCLE) + DEMAND_AC,
+     r"line 4: NODES: node 'A' is listed twice \(first at line 2\)"),
+])
+def test_malformed_sndlib_is_refused_naming_file_line_and_field(tmp_path, runner, text, match):
+    path = tmp_path / "net.txt"
+    path.write_text(text)
+    with pytest.raises(InstanceError, match=f"^{path}: {match}"):
+        read_sndlib(path)
+    res = runner.invoke(main, ["solve", str(path), "--input-format", "sndlib", "-m",
+                               "route-milp", "--out", str(tmp_path / "o.json")])
+    assert res.exit_code == 2, res.output
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {path}: line "), res.stderr
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_well_formed_cycle_reads_every_link():
+    inst = parse_sndlib(NODES4 + _links(*CYCLE) + DEMAND_AC)
+    assert link_capacities(inst) == {(0, 1): 1.0, (1, 2): 1.0, (2, 3): 1.0, (0, 3): 1.0}
+    # the module list is optional; ADMISSIBLE_PATHS and META are skipped
+    inst = parse_sndlib(NODES4 + _links(*(r.replace(" ( )", "") for r in CYCLE)) + DEMAND_AC
+                        + "ADMISSIBLE_PATHS (\n D1 ( P1 ( L1 L2 ) )\n)\n")
+    assert len(link_capacities(inst)) == 4
+
+
+def test_non_utf8_file_is_one_line_naming_the_file(tmp_path, runner):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(b"# r\xe9seau\n" + (NODES4 + _links(*CYCLE) + DEMAND_AC).encode())
+    with pytest.raises(InstanceError, match=rf"^{path}: line 1: not UTF-8 text \(byte 0xe9"):
+        read_sndlib(path)
+    res = runner.invoke(main, ["solve", str(path), "--input-format", "sndlib", "-m",
+                               "route-milp", "--out", str(tmp_path / "o.json")])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.stderr.strip().splitlines() == [res.stderr.strip()]
+    assert str(path) in res.stderr
+
+
+def test_every_sndlib_error_names_the_file(tmp_path):
+    path = tmp_path / "nodemand.txt"
+    path.write_text(NODES4 + _links(*CYCLE))
+    with pytest.raises(InstanceError, match=rf"^{path}: DEMANDS: section missing"):
+        read_sndlib(path)

@@ -88,4 +88,6 @@ def read_input_text(path: str | Path, error: type[InputError] = InputError,
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise error(f"{name}: not UTF-8 text (byte {exc.start})") from None
+        line = data[: exc.start].count(b"\n") + 1
+        raise error(f"{name}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at "
+                    f"offset {exc.start})") from None

@@ -87,9 +87,10 @@ def honest_result(
             return _result(method, options, outcome, status, None, bound, runtime, objective_kind,
                            scale, notes, scope, None, info)
         topology, routing = fallback
-        notes.append("solver found no solution" + (" in time" if status is Status.NO_SOLUTION
-                                                    else " in its restricted model")
-                     + ": warm-start incumbent returned")
+        # "in time" only when there was a time limit (a solver may also stop for numerics)
+        where = " in its restricted model" if status is not Status.NO_SOLUTION else (
+            " in time" if options.solver.time_limit is not None else "")
+        notes.append(f"solver found no solution{where}: warm-start incumbent returned")
         status, model_objective = Status.FEASIBLE, None
         if restricted:
             bound = None  # a restricted model's bound need not hold outside its model

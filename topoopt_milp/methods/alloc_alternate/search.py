@@ -251,13 +251,18 @@ def alternate(
         return clock() - t0
 
     def route_start(name: str, topo: Topology) -> Solution | None:
+        note = ""
         if topo.links.max(initial=0) > cap:
-            traj.append(Step(0, f"start:{name}", None, None, False, elapsed(),
-                             "multiplicity above the cap"))
-            return None
+            fixed = repair(instance, topo, cap, left())
+            if fixed is None:
+                traj.append(Step(0, f"start:{name}", None, None, False, elapsed(),
+                                 f"multiplicity above the cap {cap}; no repair within the "
+                                 "port budget"))
+                return None
+            topo, note = fixed, f"multiplicity above the cap {cap}: repaired by the link step"
         sol, why = routed(topo, hop_penalty)
         traj.append(Step(0, f"start:{name}", None if sol is None else sol.objective_s, None,
-                         sol is not None, elapsed(), why))
+                         sol is not None, elapsed(), "; ".join(x for x in (note, why) if x)))
         return sol
 
     # Starts in the given order (best guess first); duplicates of a topology are dropped.
@@ -378,6 +383,27 @@ def alternate(
     return best, traj
 
 
+def repair(instance: Instance, topology: Topology, cap: int,
+           time_limit: float | None = None) -> Topology | None:
+    """A start topology with pairs above the multiplicity ``cap`` brought within it: the
+    exact link step (:func:`.link_step.best_links`) with the start's own link counts as the
+    loads, so every pair the start links stays linked where the budget allows and the links
+    above the cap are re-spent on other pairs (by the MP demand first). A start has at most
+    ``d`` neighbours per node, so one link per linked pair fits the budget, but a regular
+    instance may have no completion to degree ``d`` under the cap that keeps them all: then
+    the link step spends every port afresh (by the MP demand). ``None`` when that fails too."""
+    prio = _exact.demand_matrix(instance, [])
+    for loads in (topology.links.astype(float), np.zeros_like(prio)):  # then: any within the cap
+        try:
+            step = best_links(loads, instance.degree, instance.link_bytes_per_s,
+                              instance.regular, cap, priority=prio, time_limit=time_limit)
+        except ValueError:
+            continue
+        if step.links.max(initial=0) <= cap:  # by construction; checked because it matters
+            return Topology(step.links)
+    return None
+
+
 def moves(W: np.ndarray, L: np.ndarray, batch: int, max_moves: int,
           price: np.ndarray | None = None):
     """Candidate perturbations of the topology step, best first: ``(kind, released pairs)``.
@@ -444,13 +470,19 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     info = {"trajectory": [asdict(s) for s in traj], "cpu_s": time.process_time() - cpu0}
     own = {s.method: in_ring_space(instance, s.routing.rings) for s in starts}
     note = ""
-    if best is None and starts:
+    cap = instance.degree if p.max_multiplicity is None else int(p.max_multiplicity)
+    within = [s for s in starts if s.topology.links.max(initial=0) <= cap]
+    if best is None and within:
         # DESIGN: a time-limited run returns its incumbent. No routing step finished, so the
-        # incumbent is the best start with its own routing (checked like every solution).
-        s = starts[0]
+        # incumbent is the best start within the multiplicity cap with its own routing
+        # (checked like every solution); a start above the cap answers another problem.
+        s = within[0]
         best, why = _checked(instance, Solution(s.topology, s.routing, tuple(s.routing.rings),
                                                 s.objective_s))
         note = f"; no routing step finished: {s.method} with its own routing {why}"
+    elif best is None and starts:
+        note = (f"; every start breaks the multiplicity cap {cap} and none could be repaired "
+                "and routed")
     runtime = time.perf_counter() - t0
     if best is None:
         return SolveResult("alloc-alternate", Status.NO_SOLUTION, None, None, runtime,

@@ -216,7 +216,8 @@ def route_rings(instance: Instance, topology: Topology,
     for s_val, es in zip(sigma, lay["edges"], strict=True):
         for a, b, vol in es:
             demand[pos[a], b] += vol * s_val
-    flows = x[:nf].reshape(len(sources), -1)
+    # (sources, arcs): a reshape by -1 fails for traffic without any source (all volumes 0)
+    flows = x[:nf].reshape(len(sources), len(P.arcs))
     pair_paths = route._decompose(P, sources, demand, flows)
     rings = [Ring(g, o, float(s)) for (g, o), s in zip(lay["sigma"], sigma, strict=True)
              if s > SHARE_EPS]
@@ -238,6 +239,8 @@ def route_rings(instance: Instance, topology: Topology,
         y = np.zeros((instance.n, instance.n))  # y[k-th source, v]: node potentials
         y[sources] = outcome.row_duals[:r0].reshape(len(sources), instance.n)
         y[sources, sources] = 0.0  # the free source rows
-        gains = (y[sources][:, None, :] - y[sources][:, :, None]).max(axis=0)
+        gains = np.zeros((instance.n, instance.n))  # no source (no traffic): no gain
+        if len(sources):
+            gains = (y[sources][:, None, :] - y[sources][:, :, None]).max(axis=0)
     return RingRoute(topology, routing, tuple(rings), obj, lp_s, outcome, time.perf_counter() - t0,
                      prices, gains)

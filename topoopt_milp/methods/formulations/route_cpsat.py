@@ -30,6 +30,7 @@ from .route import (
     memory,
     with_shortest_path_fallback,
 )
+from .route_problem import usable_topology
 
 CPSAT_MAX_LCM = 10**4  # exact integer objective when lcm(capacities) stays this small
 CPSAT_CAP_UNITS = 10**4  # otherwise: capacity resolution (of the largest capacity)
@@ -76,7 +77,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
         ceil_slack = 1
         exact = False
     k = options.method.k_paths
-    cands = candidate_paths(P.topology, {(s, t) for s, t, _ in items}, k, options)
+    cands = candidate_paths(usable_topology(P), {(s, t) for s, t, _ in items}, k, options)
     owners, paths, a_idx, c_idx, _w = _path_columns(P, cands, items)
     options.check_deadline()
     model = cp_model.CpModel()
