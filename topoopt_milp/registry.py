@@ -57,6 +57,8 @@ BUILTIN = (
     "topoopt_milp.methods.formulations.route_cpsat:SPEC",
     "topoopt_milp.methods.formulations.joint:MILP",
     "topoopt_milp.methods.formulations.joint:CPSAT",
+    "topoopt_milp.methods.alloc_search.starts:SPEC",
+    "topoopt_milp.methods.alloc_search.search:SPEC",
 )
 
 
