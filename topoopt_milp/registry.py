@@ -59,6 +59,8 @@ BUILTIN = (
     "topoopt_milp.methods.formulations.route_cpsat:SPEC",
     "topoopt_milp.methods.formulations.joint:MILP",
     "topoopt_milp.methods.formulations.joint:CPSAT",
+    "topoopt_milp.methods.alloc_search.starts:SPEC",
+    "topoopt_milp.methods.alloc_search.search:SPEC",
 )
 
 
@@ -260,10 +262,14 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
     if options.warm_start is None and m.warm_start and options.solver.auto_warm_start:
         t0 = time.perf_counter()
         heuristic = get(m.warm_start)
+        limit = options.solver.time_limit
+        # the start shares the caller's clock: a time-aware start (best-start) keeps to a part
+        hopts = heuristic.options({} if limit is None else {"time_limit": limit}, seed=options.seed,
+                                  strict=False).with_(run_method=run_method,
+                                                      deadline=options.deadline)
         try:
-            start = heuristic.solve(instance, heuristic.options(seed=options.seed)
-                                    .with_(run_method=run_method))
-        except ValueError as exc:  # a heuristic that cannot build a start must not stop the model
+            start = heuristic.solve(instance, hopts)
+        except (ValueError, DeadlineExceeded) as exc:  # no start must not stop the model
             log.warning("%s: no %s warm start: %s", method, m.warm_start, exc)
         else:
             options = options.with_(warm_start=start)
@@ -280,6 +286,11 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
         result = out_of_time(m.backend, instance, options, str(exc),
                              time.perf_counter() - started - warm_s)
     result = result.with_(method=m.name, constraints=options.constraints(instance))
+    if m.kind == "exact":
+        from .methods.result_step import no_worse_than_warm
+
+        # an exact method never returns an incumbent worse than the start it was given
+        result = no_worse_than_warm(result, instance, options)
     if warm_s:
         result = result.with_(runtime_s=result.runtime_s + warm_s)
     return result

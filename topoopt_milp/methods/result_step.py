@@ -236,3 +236,45 @@ def shortest_paths(instance: Instance, topology: Topology, rings: Sequence[Ring]
         return topology, route(instance, topology, rings, "shortest", seed)
     except RoutingError:
         return None
+
+
+def no_worse_than_warm(result: SolveResult, instance: Instance, options: SolveOptions) -> SolveResult:
+    """``result``, or its warm start's solution when that is strictly better.
+
+    An exact method starts from its warm start (``options.warm_start``: the best cheap
+    heuristic by default), so it must never hand back a worse incumbent -- a MIP solver stopped
+    by its time limit may still hold only a poor solution of its own (issue 16: alloc-milp at
+    n = 64 returned a ring, 5.3x TotientPerms). The warm start replaces the incumbent when its
+    topology fits the port budget (:func:`warm_topology`; the multiplicity cap of the result's
+    scope), the independent checker accepts it on *this* instance, and its recomputed
+    objective is lower by more than ``OBJ_TOL`` (relative). The result keeps its bound where
+    its scope covers the warm solution (:func:`honest_result` drops it otherwise), and its
+    status becomes ``feasible``."""
+    from ..core.backends.pulp_backend import BackendOutcome
+    from ..core.check import check_solution
+    from ..core.evaluate import evaluate
+    from ..core.result import finite_json, solution_dict
+
+    ws = options.warm_start
+    cap = None if result.scope is None else result.scope.max_multiplicity
+    if ws is None or ws.routing is None or warm_topology(instance, options, cap) is None:
+        return result
+    topo, routing = ws.topology, ws.routing
+    try:
+        obj = objective_value(instance, topo, routing, result.objective_kind)
+        problems = check_solution(instance.to_dict(), finite_json(solution_dict(
+            ws.with_(objective=obj), instance, evaluate(instance, topo, routing))))
+    except (KeyError, ValueError, RoutingError) as exc:  # a warm start of another instance
+        log.info("warm start not comparable: %s", exc)
+        return result
+    if problems or (result.objective is not None and obj >= result.objective * (1 - OBJ_TOL)):
+        return result  # not better beyond the solver's tolerance: the solver's result stands
+    before = "no incumbent" if result.objective is None else f"{result.objective:.6g} s"
+    note = (f"the warm start ({ws.method}, {obj:.6g} s) is better than the solver's incumbent "
+            f"({before}): returned")
+    outcome = BackendOutcome(Status.FEASIBLE, None, None, result.runtime_s, result.backend or "?",
+                             result.backend_version or "", {}, result.message)
+    out = honest_result(result.method, instance, options, outcome, topo, routing,
+                        scope=result.scope, runtime=result.runtime_s, bound=result.bound,
+                        objective_kind=result.objective_kind, notes=[note], info=result.info)
+    return out.with_(info={**out.info, "warm_start_returned": ws.method})

@@ -563,4 +563,4 @@ def _scope(instance, options):
 SPEC = MethodSpec(
     "alloc-benders", "alloc", "exact", "milp", AllocBendersParams, solve,
     "alloc-milp's problem by metric-inequality (Benders) decomposition: MILP master",
-    scope=_scope, memory=memory, max_n=256, warm_start="topologyfinder")
+    scope=_scope, memory=memory, max_n=256, warm_start="best-start")

@@ -564,7 +564,7 @@ def cpsat_memory(instance: Instance, options: SolveOptions, free_rings: bool = F
 MILP = MethodSpec(
     "alloc-milp", "alloc", "exact", "milp", AllocMilpParams, solve_milp,
     "integer link matrix under the port budget with routing: MILP", scope=milp_scope,
-    memory=milp_memory, max_n=64, warm_start="topologyfinder")
+    memory=milp_memory, max_n=64, warm_start="best-start")
 CPSAT = MethodSpec(
     "alloc-cpsat", "alloc", "restricted", "cpsat", AllocCpsatParams, solve_cpsat,
     "integer link matrix under the port budget with path choice: CP-SAT",

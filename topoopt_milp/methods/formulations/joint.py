@@ -362,7 +362,7 @@ def _milp_memory(instance: Instance, options: SolveOptions) -> Estimate:
 MILP = MethodSpec(
     "joint-milp", "joint", "exact", "milp", JointMilpParams, solve_milp,
     "links + routing + AllReduce ring orders: MILP with subtour elimination",
-    scope=milp_scope, memory=_milp_memory, max_n=32, warm_start="topologyfinder")
+    scope=milp_scope, memory=_milp_memory, max_n=32, warm_start="best-start")
 CPSAT = MethodSpec(
     "joint-cpsat", "joint", "restricted", "cpsat", JointCpsatParams, solve_cpsat,
     "links + routing + AllReduce ring orders: CP-SAT with circuit constraints",

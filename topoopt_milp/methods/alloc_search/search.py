@@ -1,0 +1,296 @@
+"""alloc-search: a degree-preserving local search over link matrices, accepted on the exact
+re-routed objective.
+
+Problem: alloc-milp's (:mod:`..formulations.alloc`): an integer symmetric link matrix ``L``
+with ``sum_j L_ij = d`` and ``L_ij <= cap``, AllReduce rings split over the TotientPerms
+orders (``rings = choose``; ``given``: the instance's default rings, fixed), fractional
+routing, minimising ``T_comm``.
+
+Start. The best-start portfolio (:mod:`.starts`: TotientPerms, TopologyFinder,
+demand-greedy and random expanders, each re-routed by the route LP with free ring shares);
+the current solution is the best re-routed one, and a warm start (``options.warm_start``,
+e.g. alloc-alternate's result) joins the portfolio. The search never returns anything worse
+than the best start, so it is never worse than TotientPerms or TopologyFinder with LP
+routing whenever the portfolio routed them (see :mod:`.starts`).
+
+Moves. Batches of the degree-preserving 2-swaps of :mod:`.swaps`, built greedily from the
+current solution's arc loads, its route LP duals and the hop volume of its demand: drop the
+links that cost least (lowest capacity price, or lowest utilisation), add links that
+shortcut the heaviest far demands and the hottest paths (dual gains). A batch of ``q``
+swaps costs one re-routing (:func:`.reroute.reroute`, the one evaluation call). The first
+batch has ``n / 16`` swaps (``batch``); a rejected batch is halved; at one swap, the
+``tries`` best single swaps are tried one by one, each rejected one banned for the rest of
+the chain.
+
+Acceptance. A candidate becomes the current solution when its exact re-routed objective
+(recomputed from the checked routing) is no worse than the current one (``<=``: plateau
+moves are allowed, at most ``patience`` in a row); the best over the run is returned. After
+an accepted improvement the batch size doubles again (up to the first one).
+
+Restarts. At a local optimum (no single swap of the ``tries`` accepted, or the batch
+builder finds no predicted improvement) the search restarts from the next start of the
+portfolio, then from the best solution perturbed by ``kick`` random admissible swaps
+(seeded), until the time limit or ``max_iterations`` re-routings.
+
+Scope. With ``rings = choose`` every solution's rings are TotientPerms orders with a free
+split and its links satisfy the port budget and the cap: the search stays inside
+alloc-milp's space, so alloc-milp's and alloc-benders' bounds cover its result
+(``info["ring_space"]`` records the check of :func:`..formulations.ring_lp.in_ring_space`).
+It reports no bound of its own (a heuristic).
+
+Time. The limit covers the whole run (:meth:`SolveOptions.time_left`); no re-routing starts
+with less time left than the last one took; the portfolio takes at most ``lp_share`` of
+the limit for its re-routings (it always routes the first start).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from ...core.evaluate import arc_loads
+from ...core.instance import Instance
+from ...core.params import SolveOptions, knob, max_multiplicity_knob
+from ...core.result import SolveResult, Status
+from ...core.spec import MethodSpec
+from ...core.topology import Topology
+from .. import model_data as _exact
+from .. import result_step as _certify
+from ..alloc_alternate.search import Solution
+from ..formulations.ring_lp import in_ring_space
+from ..heuristics.support import heuristic_memory
+from . import swaps as sw
+from .reroute import RING_MODES, lp_options, reroute
+from .starts import BestStartParams, Candidate, as_solution, best_of, portfolio
+
+log = logging.getLogger(__name__)
+
+PROGRESS = 1e-6  # relative improvement that counts as progress
+
+
+@dataclass(frozen=True)
+class AllocSearchParams(BestStartParams):
+    """alloc-search: the swap local search (and its best-start portfolio)."""
+
+    max_multiplicity: int | None = max_multiplicity_knob()
+    rings: str = knob("choose", "alloc-search: ring space: choose (TotientPerms orders, free "
+                                "split: alloc-milp's) or given (the default rings, fixed).",
+                      choices=RING_MODES)
+    batch: int = knob(0, "alloc-search: swaps in the first batch (0: n / 16).", minimum=0)
+    tries: int = knob(3, "alloc-search: single swaps re-routed before a restart.", minimum=1)
+    patience: int = knob(5, "alloc-search: accepted plateau moves in a row.", minimum=1)
+    k_add: int = knob(24, "alloc-search: pairs to add considered per swap.", minimum=1)
+    pool: int = knob(60, "alloc-search: swaps whose hop change is computed per swap.",
+                     minimum=1)
+    kick: int = knob(0, "alloc-search: random swaps of a perturbation restart (0: n / 8).",
+                     minimum=0)
+    max_iterations: int = knob(500, "alloc-search: most re-routings.", minimum=1)
+    hop_penalty: float = knob(1e-4, "alloc-search: cost per unit of flow per hop in the "
+                                    "search LPs (prefers short routes).", minimum=0)
+    polish: bool = knob(True, "alloc-search: re-route the best topology without the hop "
+                              "penalty at the end.")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One trajectory entry: ``kind`` ``start:<name>``, ``swap:<count>``, ``restart:<from>``,
+    ``kick:<count>`` or ``polish``."""
+
+    iteration: int
+    kind: str
+    objective_s: float | None
+    accepted: bool
+    elapsed_s: float
+    note: str = ""
+
+
+def random_swaps(links: np.ndarray, cap: int, count: int, rng: np.random.Generator
+                 ) -> np.ndarray:
+    """``links`` after ``count`` random admissible 2-swaps (a perturbation; degrees kept)."""
+    L = links.copy()
+    done = 0
+    for _ in range(50 * max(count, 1)):
+        if done >= count:
+            break
+        iu, ju = np.nonzero(np.triu(L > 0, 1))
+        k1, k2 = rng.choice(len(iu), size=2, replace=False)
+        a, b, c, d = int(iu[k1]), int(ju[k1]), int(iu[k2]), int(ju[k2])
+        if rng.random() < 0.5:
+            c, d = d, c
+        if len({a, b, c, d}) < 4 or L[a, c] >= cap or L[b, d] >= cap:
+            continue
+        L = sw.apply(L, (a, b, c, d))
+        done += 1
+    return L
+
+
+def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
+           time_limit: float | None) -> tuple[Solution | None, list[Step], list[Candidate]]:
+    """The local search of the module docstring; returns the best solution (``None`` when no
+    start gave one), the trajectory and the portfolio."""
+    t0 = time.perf_counter()
+    n = instance.n
+    cap = instance.degree if p.max_multiplicity is None else int(p.max_multiplicity)
+    lp = lp_options(options)
+    traj: list[Step] = []
+    last = [0.0]
+
+    def elapsed() -> float:
+        return time.perf_counter() - t0
+
+    def left() -> float | None:
+        return None if time_limit is None else time_limit - elapsed()
+
+    def room() -> bool:
+        return left() is None or left() > last[0]
+
+    def routed(L: np.ndarray, penalty: float) -> tuple[Solution | None, str]:
+        t = time.perf_counter()
+        sol, why = reroute(instance, Topology(L), p.rings, lp, penalty, left())
+        last[0] = time.perf_counter() - t
+        return sol, why
+
+    budget = None if time_limit is None else p.lp_share * time_limit
+    cands = portfolio(instance, options.with_(method=p), replace(p, start_rings=p.rings), budget)
+    ws = options.warm_start
+    if ws is not None and ws.topology is not None and ws.topology.n == n:
+        sol, why = routed(np.asarray(ws.topology.links), 0.0)
+        traj.append(Step(0, f"start:warm:{ws.method}", None if sol is None else sol.objective_s,
+                         sol is not None, elapsed(), why))
+        if sol is not None:
+            cands = [Candidate(f"warm:{ws.method}", ws, float("inf"), sol), *cands]
+    for c in cands:
+        traj.append(Step(0, f"start:{c.name}", None if c.routed is None else c.routed.objective_s,
+                         c.routed is not None, elapsed()))
+    first = best_of(cands)
+    if first is None:
+        return None, traj, cands
+    label, top = first
+    best = top if isinstance(top, Solution) else as_solution(instance, top)
+    queue = sorted((c for c in cands if c.routed is not None),
+                   key=lambda c: c.routed.objective_s)
+    unrouted = [c for c in cands if c.routed is None]
+    if not queue:
+        return best, traj, cands
+    current = queue.pop(0).routed
+    if best is None or current.objective_s < best.objective_s:
+        best = current
+    q0 = p.batch or max(1, n // 16)
+    q, fails, plateau, it, kicks = q0, 0, 0, 0, 0
+    banned: set[tuple] = set()
+    rng = np.random.default_rng(options.seed)
+
+    def restart() -> Solution | None:
+        nonlocal kicks
+        while queue or unrouted:
+            if not room():
+                return None
+            if queue:
+                c = queue.pop(0)
+                traj.append(Step(it, f"restart:{c.name}", c.routed.objective_s, True, elapsed()))
+                return c.routed
+            c = unrouted.pop(0)
+            sol, why = routed(np.asarray(c.own.topology.links), p.hop_penalty)
+            traj.append(Step(it, f"restart:{c.name}", None if sol is None else sol.objective_s,
+                             sol is not None, elapsed(), why))
+            if sol is not None:
+                return sol
+        while room():
+            kicks += 1
+            count = p.kick or max(2, n // 8)
+            sol, why = routed(random_swaps(best.topology.links, cap, count, rng), p.hop_penalty)
+            traj.append(Step(it, f"kick:{count}", None if sol is None else sol.objective_s,
+                             sol is not None, elapsed(), why))
+            if sol is not None:
+                return sol
+        return None
+
+    while it < p.max_iterations and room():
+        D = _exact.demand_matrix(instance, current.rings)
+        g = sw.guide(current.topology.links, D, arc_loads(n, current.routing), current.prices,
+                     current.gains)
+        L, done = sw.batch(current.topology.links, g, D, cap, q, p.k_add, p.pool, banned,
+                           positive=q > 1)
+        if not done:
+            if q > 1:
+                q = 1
+                continue
+            fails = p.tries  # nothing left to try here
+        else:
+            it += 1
+            sol, why = routed(L, p.hop_penalty)
+            ok = sol is not None and sol.objective_s <= current.objective_s * (1 + 1e-12)
+            better = ok and sol.objective_s < current.objective_s * (1 - PROGRESS)
+            if ok and not better:
+                plateau += 1
+                ok = plateau <= p.patience
+            traj.append(Step(it, f"swap:{len(done)}", None if sol is None else sol.objective_s,
+                             ok, elapsed(), why))
+            if ok:
+                current, fails = sol, 0
+                banned.clear()
+                if better:
+                    plateau = 0
+                    q = min(q0, 2 * q)
+                if current.objective_s < best.objective_s:
+                    best = current
+                continue
+            if q > 1:
+                q //= 2
+                continue
+            banned.add(sw.swap_key(done[0]))
+            fails += 1
+        if fails < p.tries:
+            continue
+        nxt = restart()
+        if nxt is None:
+            break
+        current, q, fails, plateau = nxt, q0, 0, 0
+        banned.clear()
+        if current.objective_s < best.objective_s:
+            best = current
+    if p.polish and p.hop_penalty > 0 and best.prices is not None and room():
+        sol, why = routed(best.topology.links, 0.0)
+        ok = sol is not None and sol.objective_s < best.objective_s
+        traj.append(Step(it, "polish", None if sol is None else sol.objective_s, ok, elapsed(),
+                         why))
+        if ok:
+            best = sol
+    return best, traj, cands
+
+
+def solve(instance: Instance, options: SolveOptions) -> SolveResult:
+    """``alloc-search``: thin adapter over :func:`search`; the result is ``feasible`` without
+    a bound, ``info`` holds the trajectory, the portfolio and ``ring_space``."""
+    t0 = time.perf_counter()
+    p = options.method
+    best, traj, cands = search(instance, options, p, options.time_left())
+    runtime = time.perf_counter() - t0
+    info = {"trajectory": [asdict(s) for s in traj],
+            "starts": [{"name": c.name, "own_s": c.own.objective,
+                        "routed_s": None if c.routed is None else c.routed.objective_s}
+                       for c in cands]}
+    if best is None:
+        return SolveResult("alloc-search", Status.NO_SOLUTION, None, None, runtime,
+                           seed=options.seed, params=options.as_params(), backend="highs",
+                           message="no start could be built or routed", info=info)
+    space = in_ring_space(instance, best.rings) if p.rings == "choose" else None
+    info["ring_space"] = "alloc-milp (TotientPerms orders, free split)" if space else (
+        "given rings" if space is None else "outside alloc-milp's ring space")
+    swaps = [s for s in traj if s.kind.startswith("swap:")]
+    starts = [s.objective_s for s in traj if s.kind.startswith("start:") and s.objective_s]
+    first = min(starts, default=best.objective_s)
+    msg = (f"{len(swaps)} swap batch(es) re-routed, {sum(s.accepted for s in swaps)} accepted; "
+           f"best start {first:.6g} s -> {best.objective_s:.6g} s; rings: {info['ring_space']}")
+    return _certify.heuristic("alloc-search", instance, options, best.topology, best.routing,
+                              runtime, msg, info=info)
+
+
+SPEC = MethodSpec(
+    "alloc-search", "alloc", "heuristic", "highs", AllocSearchParams, solve,
+    "degree-preserving 2-swap local search guided by arc loads, LP duals and hop counts, "
+    "accepted on the exact re-routed objective, with restarts from the best cheap heuristics "
+    "(an upper bound: no bound of its own)", memory=heuristic_memory, max_n=256)

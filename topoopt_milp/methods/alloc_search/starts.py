@@ -1,0 +1,207 @@
+"""best-start: the best cheap heuristic, re-routed exactly -- the start of every search and
+the default warm start of the exact alloc methods.
+
+Portfolio. The cheap constructions TotientPerms, TopologyFinder, demand-greedy and
+``expander_seeds`` seeded random expanders (``start_methods``; each with its own rings and
+default routing, milliseconds each), then their topologies re-routed by :func:`.reroute`
+(the route LP with free ring shares over the TotientPerms orders, ``start_rings = choose``).
+The result is the best checked solution over all of them, re-routed or not.
+
+Never worse than TotientPerms or TopologyFinder with LP routing. ``totientperms-lp`` routes
+TotientPerms' topology with its own rings by the route LP; the re-routing here optimises the
+routing *and* the ring split over a ring space that contains those rings (TotientPerms'
+orders are TotientPerms orders; TopologyFinder builds its AllReduce rings by TotientPerms;
+the default bidirectional ring of the other constructions is the order ``m = 1`` and its
+reverse ``m = k - 1``), so on the same topology its value is at most theirs. Both are routed
+first whenever the time allows one LP each (below), so the claim holds for every run that
+routes them; a run that cannot still returns the best of the heuristics' own routings.
+
+Order and time. Without a time limit every start is re-routed. With one, re-routing stops
+once ``lp_share`` of it is spent (the first LP always runs; one LP at n = 128, d = 8 takes
+16-22 s on the shared development machine). Starts are re-routed in the order of the
+**hop bound** ``H(L) = sum_st D_st dist_L(s, t) / (B sum_a L_a)`` of their topology with
+their own rings (every byte of ``D_st`` crosses at least ``dist_L(s, t)`` arcs, and all arcs
+together carry ``B sum_a L_a`` bytes per second, so ``H(L)`` is a lower bound on the
+communication time of ``L`` with those rings, under any routing), then by their own
+objective; the first by that order, then TotientPerms and TopologyFinder (the guarantee
+above), then the rest. (On uniform all-to-all traffic the first is a random expander: its
+hop bound is the lowest, and its re-routed objective too.)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
+
+from ...core.instance import Instance
+from ...core.params import Params, SolveOptions, knob
+from ...core.result import SolveResult, Status
+from ...core.spec import MethodSpec
+from ...core.topology import Ring, Topology
+from .. import model_data as _exact
+from .. import result_step as _certify
+from ..alloc_alternate.search import Solution, _checked
+from ..heuristics.support import heuristic_memory
+from .reroute import RING_MODES, lp_options, reroute
+
+log = logging.getLogger(__name__)
+
+START_METHODS = "totientperms,topologyfinder,demand-greedy,expander"
+FIRST = ("totientperms", "topologyfinder")  # routed early: the guarantee of the docstring
+
+
+@dataclass(frozen=True)
+class BestStartParams(Params):
+    """best-start: the cheap portfolio and its exact re-routing."""
+
+    start_methods: str = knob(START_METHODS, "best-start: cheap heuristics (comma-separated; "
+                                             "expander runs once per seed).")
+    expander_seeds: int = knob(3, "best-start: random expanders (seeds seed, seed+1, ..).",
+                               minimum=0)
+    start_rings: str = knob("choose", "best-start: ring space of the re-routing: choose "
+                                      "(TotientPerms orders, free split) or given.",
+                            choices=RING_MODES)
+    lp_share: float = knob(0.3, "best-start: share of the time limit for re-routing starts.",
+                           positive=True, maximum=1.0)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A cheap heuristic's topology with its own routing (``own``, a checked result), the hop
+    bound of its topology with its own rings, and its re-routed solution (once routed)."""
+
+    name: str
+    own: SolveResult
+    hop_bound: float
+    routed: Solution | None = None
+
+
+def hop_distances(links: np.ndarray) -> np.ndarray:
+    """All-pairs hop counts of the link matrix (``inf`` between components)."""
+    return shortest_path(csr_matrix((links > 0).astype(float)), method="D", unweighted=True)
+
+
+def hop_bound(instance: Instance, links: np.ndarray, rings: Sequence[Ring]) -> float:
+    """``sum_st D_st dist(s, t) / (B sum_a L_a)`` seconds (module docstring): a lower bound on
+    the communication time of ``links`` with ``rings`` under any routing."""
+    D = _exact.demand_matrix(instance, rings)
+    dist = hop_distances(links)
+    cap = float(links.sum()) * instance.link_bytes_per_s
+    pos = D > 0
+    if not pos.any():
+        return 0.0
+    return float((D[pos] * dist[pos]).sum() / cap) if cap > 0 else float("inf")
+
+
+def cheap_candidates(instance: Instance, run_method: Callable[..., SolveResult],
+                     methods: Sequence[str], expander_seeds: int, seed: int = 0
+                     ) -> list[Candidate]:
+    """Run the cheap heuristics (``expander`` once per seed); the ones that return a
+    solution, in the routing order of the module docstring."""
+    runs = []
+    for m in methods:
+        seeds = [seed + k for k in range(expander_seeds)] if m == "expander" else [seed]
+        for s in seeds:
+            label = f"{m}:{s}" if m == "expander" else m
+            try:
+                res = run_method(instance, m, {}, s)
+            except Exception as exc:  # noqa: BLE001 - a construction that cannot apply is skipped
+                log.info("best-start: %s skipped: %s", label, exc)
+                continue
+            if res.topology is None or res.routing is None or res.objective is None:
+                continue
+            if any((res.topology.links == c.own.topology.links).all() for c in runs):
+                continue  # the same topology twice (e.g. TotientPerms = TopologyFinder)
+            runs.append(Candidate(label, res, hop_bound(instance, res.topology.links,
+                                                        res.routing.rings)))
+    runs.sort(key=lambda c: (c.hop_bound, c.own.objective))
+    return runs[:1] + sorted(runs[1:], key=lambda c: c.name not in FIRST)  # stable
+
+
+def route_candidates(instance: Instance, cands: Sequence[Candidate], rings: str,
+                     options: SolveOptions, budget: float | None) -> list[Candidate]:
+    """Re-route the candidates in order while ``budget`` seconds last (the first always; a
+    next one only when the last LP's time is still left)."""
+    t0, last, out = time.perf_counter(), 0.0, []
+    for k, c in enumerate(cands):
+        spent = time.perf_counter() - t0
+        if k and budget is not None and budget - spent < last:
+            out += cands[k:]
+            break
+        t = time.perf_counter()
+        sol, why = reroute(instance, c.own.topology, rings, options)
+        last = time.perf_counter() - t
+        if sol is None:
+            log.info("best-start: %s not re-routed: %s", c.name, why)
+        out.append(Candidate(c.name, c.own, c.hop_bound, sol))
+    return out
+
+
+def best_of(cands: Sequence[Candidate]) -> tuple[str, Solution | SolveResult] | None:
+    """The best solution over every candidate's own and re-routed solution, ``(label,
+    solution)``; labels of re-routed ones end in ``+lp``."""
+    best = None
+    for c in cands:
+        for label, obj, sol in ((c.name, c.own.objective, c.own),
+                                (f"{c.name}+lp", None if c.routed is None else
+                                 c.routed.objective_s, c.routed)):
+            if obj is not None and (best is None or obj < best[0]):
+                best = (obj, label, sol)
+    return None if best is None else (best[1], best[2])
+
+
+def portfolio(instance: Instance, options: SolveOptions, p: BestStartParams,
+              budget: float | None) -> list[Candidate]:
+    """The cheap candidates, re-routed within ``budget`` seconds (module docstring)."""
+    names = [m.strip() for m in p.start_methods.split(",") if m.strip()]
+    if options.run_method is None:
+        raise ValueError("best-start: needs options.run_method (handed in by the registry)")
+    cands = cheap_candidates(instance, options.run_method, names, p.expander_seeds,
+                             options.seed)
+    return route_candidates(instance, cands, p.start_rings, lp_options(options), budget)
+
+
+def solve(instance: Instance, options: SolveOptions) -> SolveResult:
+    """``best-start``: the best solution of the portfolio (module docstring); ``feasible``
+    without a bound (a heuristic). ``info["starts"]`` lists every candidate's objectives."""
+    t0 = time.perf_counter()
+    p = options.method
+    left = options.time_left()
+    cands = portfolio(instance, options, p, None if left is None else p.lp_share * left)
+    info = {"starts": [{"name": c.name, "own_s": c.own.objective, "hop_bound_s": c.hop_bound,
+                        "routed_s": None if c.routed is None else c.routed.objective_s}
+                       for c in cands]}
+    best = best_of(cands)
+    runtime = time.perf_counter() - t0
+    if best is None:
+        return SolveResult("best-start", Status.NO_SOLUTION, None, None, runtime,
+                           seed=options.seed, params=options.as_params(), backend="highs",
+                           message="no cheap heuristic returned a solution", info=info)
+    label, sol = best
+    topo, routing = sol.topology, sol.routing
+    routed = sum(c.routed is not None for c in cands)
+    msg = f"best of {len(cands)} cheap start(s), {routed} re-routed: {label}"
+    return _certify.heuristic("best-start", instance, options, topo, routing, runtime, msg,
+                              info=info)
+
+
+def as_solution(instance: Instance, res: SolveResult) -> Solution | None:
+    """A result's topology and routing as a checked :class:`Solution` (no duals)."""
+    if res.topology is None or res.routing is None or res.objective is None:
+        return None
+    sol, _ = _checked(instance, Solution(Topology(res.topology.links), res.routing,
+                                         tuple(res.routing.rings), float(res.objective)))
+    return sol
+
+
+SPEC = MethodSpec(
+    "best-start", "alloc", "heuristic", "highs", BestStartParams, solve,
+    "best of TotientPerms, TopologyFinder, demand-greedy and random expanders, each re-routed "
+    "by the route LP with free ring shares (the exact methods' warm start)",
+    memory=heuristic_memory)
