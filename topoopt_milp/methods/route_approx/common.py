@@ -311,6 +311,12 @@ def run_master(h: highspy.Highs, limits: Limits) -> str:
         h.setOptionValue("time_limit", max(0.01, left))
     h.run()
     ms = h.getModelStatus()
+    if ms == highspy.HighsModelStatus.kUnknown and not limits.out_of_time():
+        # interior point without crossover gives up on badly scaled masters (demand spanning
+        # 1e-18..1e2 measured); crossover from its last iterate repairs that
+        h.setOptionValue("run_crossover", "on")
+        h.run()
+        ms = h.getModelStatus()
     if ms == highspy.HighsModelStatus.kOptimal:
         return ""
     if ms == highspy.HighsModelStatus.kTimeLimit or limits.out_of_time():

@@ -226,6 +226,8 @@ def _solve_trees(n, arcs, arc_id, res_of_arc, cap, D, limits) -> ApproxResult:
         t = time.perf_counter()
         add(dist, pred)
         timings["columns"] += time.perf_counter() - t
+    if status in ("", "iteration_limit"):  # never an empty reason
+        status = f"iteration_limit ({limits.max_iter} rounds)"
     w = np.zeros(len(trees))
     w[: len(x) - 1] = np.clip(x[1:], 0.0, None)
     w[w <= 1e-9 * w.sum()] = 0.0

@@ -12,11 +12,15 @@ where ``base(r)`` is the load of all key paths. It is solved by HiGHS' interior 
 without crossover: the master is highly degenerate (primal simplex needed thousands of
 iterations per round, see ``docs/route_approx.md``) and well-centred duals price better. As
 the interior point method does not warm-start, the master is rebuilt every round from the
-pool, and columns the last solution does not use (``x_p <= PRUNE``) leave the pool; the last
-solution stays feasible, so the master value never rises. A pair gets a new column when its
-shortest path under the master's duals is shorter than every path it has: for an optimal
-master the pair's dual is ``d_k`` times that minimum length, so this is a negative reduced
-cost, and the master is optimal when no pair has one.
+pool, and columns the last ``AGE`` solutions did not use (``x_p <= PRUNE``) leave the pool; the
+last solution stays feasible, so the master value never rises. Dropping a column at its first
+unused round made the search cycle on degenerate masters (permutation traffic on a circulant:
+two columns must enter together to lower ``U``; each entered alone, was unused and left, for
+1000 rounds); when neither the incumbent nor the bound has improved for ``STALL`` rounds,
+pruning stops for the rest of the run, and column generation without deletion terminates.
+A pair gets a new column when its shortest path under the master's duals is shorter than
+every path it has: for an optimal master the pair's dual is ``d_k`` times that minimum
+length, so this is a negative reduced cost, and the master is optimal when no pair has one.
 """
 
 from __future__ import annotations
@@ -41,7 +45,9 @@ from .common import (
     tree_sum_up,
 )
 
-PRUNE = 1e-6  # a column with a smaller fraction in the last master leaves the pool
+PRUNE = 1e-6  # a column with a smaller fraction in the last master counts as unused
+AGE = 3  # masters a column may stay unused before it leaves the pool
+STALL = 5  # rounds without progress of incumbent or bound that switch pruning off
 
 
 class _Pool:
@@ -52,6 +58,7 @@ class _Pool:
         z = np.zeros(0, np.int64)
         self.src, self.dst, self.nodes, self.ptr = z, z, z, np.zeros(1, np.int64)
         self.cres, self.cval, self.cptr = z, np.zeros(0), np.zeros(1, np.int64)
+        self.age = z  # consecutive masters that left the column unused
 
     def __len__(self) -> int:
         return len(self.src)
@@ -64,10 +71,11 @@ class _Pool:
         self.cres = np.concatenate([self.cres, cres])
         self.cval = np.concatenate([self.cval, cval])
         self.cptr = np.concatenate([self.cptr, self.cptr[-1] + cptr[1:]])
+        self.age = np.concatenate([self.age, np.zeros(len(src), np.int64)])
 
     def take(self, idx: np.ndarray) -> _Pool:
         out = _Pool()
-        out.src, out.dst = self.src[idx], self.dst[idx]
+        out.src, out.dst, out.age = self.src[idx], self.dst[idx], self.age[idx]
         out.nodes, out.ptr = _take(self.nodes, self.ptr, idx)
         sel, out.cptr = _take(np.arange(len(self.cres)), self.cptr, idx)
         out.cres, out.cval = self.cres[sel], self.cval[sel]
@@ -172,8 +180,9 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
         if len(ks):
             add(ks, ts, pred_r)
     timings["setup"] = time.perf_counter() - t
-    history, status, alpha, it = [], "iteration_limit", ALPHA, 0
+    history, status, it = [], "iteration_limit", 0
     last_pool, x = _Pool(), np.zeros(1)
+    prune, best_up, best_lb, still = True, np.inf, bound.lb, 0
     while it < limits.max_iter:
         it += 1
         t = time.perf_counter()
@@ -187,38 +196,59 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
         last_pool, x = pool, np.asarray(sol.col_value)
         upper = float(((np.asarray(sol.row_value)[:R] + cap * x[0] + base) / cap).max())
         mu = normalise(-np.asarray(sol.row_dual)[:R], cap, mu0)
-        dist, pred = bound.price(alpha, mu, timings)
+        for alpha in (ALPHA, 0.0):  # at the master's own duals when the smoothed point misprices
+            dist, pred = bound.price(alpha, mu, timings)
+            status = limits.stop(upper, bound.lb)
+            if status:
+                break
+            t = time.perf_counter()
+            cand, gain = _improving(dist, pred, mu, res_of_arc, arc_id, sources, rows, key,
+                                    key_order, pool)
+            timings["columns"] += time.perf_counter() - t
+            if len(cand):
+                break
         history.append((it, upper, bound.lb, limits.elapsed(), len(pool)))
-        status = limits.stop(upper, bound.lb)
         if status:
             break
-        # which pairs have a path shorter (under the master duals) than all their paths?
-        t = time.perf_counter()
-        lm = mu[res_of_arc]
-        new_len = tree_sum_down(tree_order(dist), pred, lm, arc_id, sources)
-        have = tree_sum_down(key_order, key, lm, arc_id, sources)
-        if len(pool):
-            a, owner = pool.arcs(arc_id)
-            np.minimum.at(have, (pool.src, pool.dst),
-                          np.bincount(owner, weights=lm[a], minlength=len(pool)))
-        gain = np.where(rows > 0, rows * (have - new_len), 0.0)
-        cand = np.flatnonzero((gain > PRICE_TOL * rows * have).ravel())
         if len(cand) == 0:
-            timings["columns"] += time.perf_counter() - t
-            if alpha == 0.0:
-                status = "optimal"  # no improving path at the master's own duals
-                break
-            alpha = 0.0  # mispricing at the smoothed point: price at the duals themselves
-            continue
-        alpha = ALPHA
+            status = "optimal"  # no improving path at the master's own duals
+            break
+        # progress test: a stalled search stops pruning (see the module docstring)
+        if upper < best_up * (1 - 1e-9) or bound.lb > best_lb * (1 + 1e-9):
+            still = 0
+        else:
+            still += 1
+        best_up, best_lb = min(best_up, upper), max(best_lb, bound.lb)
+        if still >= STALL:
+            prune = False
+        t = time.perf_counter()
         if len(cand) > max_cols:
             cand = cand[np.argpartition(-gain.ravel()[cand], max_cols)[:max_cols]]
-        pool = pool.take(np.flatnonzero(x[1:] > PRUNE))
+        used = x[1:] > PRUNE
+        pool.age = np.where(used, 0, pool.age + 1)
+        if prune:
+            pool = pool.take(np.flatnonzero(pool.age < AGE))
         ks, ts = np.divmod(cand, n)
         add(ks, ts, pred)
         timings["columns"] += time.perf_counter() - t
+    if status in ("", "iteration_limit"):
+        status = f"iteration_limit ({limits.max_iter} rounds{'' if prune else ', pruning off'})"
     return _result(n, key_order, key, sources, rows, last_pool, x, arc_id, res_of_arc, cap,
                    bound, it, status, timings, history, limits)
+
+
+def _improving(dist, pred, mu, res_of_arc, arc_id, sources, rows, key, key_order, pool):
+    """Pairs whose shortest path (trees ``pred``) is shorter under the master lengths ``mu``
+    than every path they have (key path and pool), and the gains ``d_k (have - new)``."""
+    lm = mu[res_of_arc]
+    new_len = tree_sum_down(tree_order(dist), pred, lm, arc_id, sources)
+    have = tree_sum_down(key_order, key, lm, arc_id, sources)
+    if len(pool):
+        a, owner = pool.arcs(arc_id)
+        np.minimum.at(have, (pool.src, pool.dst),
+                      np.bincount(owner, weights=lm[a], minlength=len(pool)))
+    gain = np.where(rows > 0, rows * (have - new_len), 0.0)
+    return np.flatnonzero((gain > PRICE_TOL * rows * have).ravel()), gain
 
 
 def _result(n, key_order, key, sources, rows, pool, x, arc_id, res_of_arc, cap, bound, it,
