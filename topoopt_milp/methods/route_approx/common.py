@@ -56,6 +56,7 @@ class ApproxResult:
     timings: dict[str, float] = field(default_factory=dict)
     history: list[tuple[int, float, float, float, int]] = field(default_factory=list)
     tree_src: np.ndarray | None = None  # tree columns: source index of ``trees[j]``
+    duals: np.ndarray | None = None  # per arc: the last master's lengths (paths)
 
     @property
     def gap(self) -> float:
