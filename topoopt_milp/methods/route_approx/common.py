@@ -29,10 +29,12 @@ class ApproxResult:
     General case: ``key[k, v]`` is the parent of ``v`` in the key tree of source
     ``sources[k]``; alternative path ``j`` of pair ``(sources[alt_src[j]], alt_dst[j])`` has
     nodes ``alt_nodes[alt_ptr[j]:alt_ptr[j + 1]]`` and fraction ``alt_frac[j]`` (the key path
-    carries the rest). Symmetric case: ``trees[j]`` are source-0 trees with weights
-    ``tree_weight[j]``, rotated by ``s`` for source ``s``. ``upper`` is the congestion of this
-    routing, ``lower`` a certified bound on the optimum, ``lengths`` the arc lengths of the
-    best bound (``sum_r mu_r cap(r) = 1``; divided by ``n`` in the symmetric case)."""
+    carries the rest). Tree columns (:mod:`.trees`): source ``sources[tree_src[j]]`` sends
+    ``tree_weight[j]`` of its demand along tree ``trees[j]``. Symmetric case: ``trees[j]`` are
+    source-0 trees with weights ``tree_weight[j]``, rotated by ``s`` for source ``s``.
+    ``upper`` is the congestion of this routing, ``lower`` a certified bound on the optimum,
+    ``lengths`` the arc lengths of the best bound (``sum_r mu_r cap(r) = 1``; divided by
+    ``n`` in the symmetric case)."""
 
     n: int
     upper: float
@@ -53,6 +55,8 @@ class ApproxResult:
     status: str  # converged | optimal | time_limit | iteration_limit | master: <HiGHS status>
     timings: dict[str, float] = field(default_factory=dict)
     history: list[tuple[int, float, float, float, int]] = field(default_factory=list)
+    tree_src: np.ndarray | None = None  # tree columns: source index of ``trees[j]``
+    duals: np.ndarray | None = None  # per arc: the last master's lengths (paths)
 
     @property
     def gap(self) -> float:
@@ -78,6 +82,9 @@ class ApproxResult:
                     rot = ring[s:s + n].__getitem__  # x -> (x + s) mod n
                     yield int(s), int(t), [(tuple(map(rot, p)), f) for p, f in base[(t - s) % n]]
             return
+        if self.tree_src is not None:
+            yield from self._tree_pair_paths(demand)
+            return
         nodes, ptr = self.alt_nodes.tolist(), self.alt_ptr.tolist()
         alt: dict[tuple[int, int], list] = {}
         for j in np.flatnonzero(self.alt_frac > 0).tolist():
@@ -95,6 +102,23 @@ class ApproxResult:
                 if rest > 0:
                     kp = tuple(kp)
                     paths[kp] = paths.get(kp, 0.0) + rest
+                yield s, t, list(paths.items())
+
+
+    def _tree_pair_paths(self, demand):
+        order = np.argsort(self.tree_src, kind="stable")
+        bounds = np.searchsorted(self.tree_src[order], np.arange(len(self.sources) + 1))
+        for k, s in enumerate(self.sources.tolist()):
+            ts = np.flatnonzero(demand[s] > 0)
+            ts = ts[ts != s]
+            js = order[bounds[k]:bounds[k + 1]]
+            merged: list[dict] = [{} for _ in ts]
+            for j in js.tolist():
+                f = float(self.tree_weight[j])
+                for i, p in enumerate(walk_back(self.trees[j], s, ts)):
+                    p = tuple(p)
+                    merged[i][p] = merged[i].get(p, 0.0) + f
+            for t, paths in zip(ts.tolist(), merged, strict=True):
                 yield s, t, list(paths.items())
 
 
@@ -311,6 +335,12 @@ def run_master(h: highspy.Highs, limits: Limits) -> str:
         h.setOptionValue("time_limit", max(0.01, left))
     h.run()
     ms = h.getModelStatus()
+    if ms == highspy.HighsModelStatus.kUnknown and not limits.out_of_time():
+        # interior point without crossover gives up on badly scaled masters (demand spanning
+        # 1e-18..1e2 measured); crossover from its last iterate repairs that
+        h.setOptionValue("run_crossover", "on")
+        h.run()
+        ms = h.getModelStatus()
     if ms == highspy.HighsModelStatus.kOptimal:
         return ""
     if ms == highspy.HighsModelStatus.kTimeLimit or limits.out_of_time():

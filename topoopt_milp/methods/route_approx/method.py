@@ -76,6 +76,7 @@ from .. import model_data as _exact
 from . import common as core
 from .common import ApproxResult
 from .paths import solve_paths
+from .trees import solve_trees
 
 OPTIMAL_GAP = 1e-6  # a certified gap this small is reported as optimal (LP tolerances)
 
@@ -92,6 +93,9 @@ class RouteApproxParams(Params):
                                     "source (paths), symmetric.",
                             choices=("auto", "source", "symmetric"))
     rings: str = route_rings_knob()
+    columns: str = knob("paths", "route-approx: master columns: paths (one per commodity path, "
+                                 "the faster) or trees (one shortest-path tree per source).",
+                        choices=("paths", "trees"))
 
 
 def approx_min_congestion(
@@ -107,6 +111,7 @@ def approx_min_congestion(
     max_cols: int | None = None,
     init_rounds: int = 1,
     seed: int = 0,
+    columns: str = "paths",
 ) -> ApproxResult:
     """Minimum congestion within ``1 + epsilon``, with a certified bound (module docstring).
 
@@ -123,7 +128,9 @@ def approx_min_congestion(
     time_limit : seconds; the incumbent and the best bound are returned when it runs out.
     symmetric : the topology is circulant and the demand rotation-invariant (checked).
     max_iter : pricing rounds at most.
-    max_cols : columns entering per round (default ``max(4 m, n^2 / 16)``).
+    max_cols : path columns entering per round (default ``max(4 m, n^2 / 16)``).
+    columns : ``"paths"`` (:mod:`.paths`) or ``"trees"`` (per-source tree columns,
+        :mod:`.trees`); the circulant reduction ignores it.
     """
     t0 = time.perf_counter()
     arcs = np.asarray(arcs, dtype=np.int64).reshape(-1, 2)
@@ -153,6 +160,10 @@ def approx_min_congestion(
         if len(res_arcs) != m:
             raise ValueError("symmetric: needs one resource per arc (no shared capacities)")
         return _solve_trees(n, arcs, arc_id, res_of_arc, res_cap, D, limits)
+    if columns == "trees":
+        return solve_trees(n, arcs, arc_id, res_of_arc, res_cap, D, limits, init_rounds, seed)
+    if columns != "paths":
+        raise ValueError(f"columns: expected 'paths' or 'trees', got {columns!r}")
     if max_cols is None:
         max_cols = max(4 * m, n * n // 16)
     return solve_paths(n, arcs, arc_id, res_of_arc, res_cap, D, limits, max_cols, init_rounds,
@@ -226,6 +237,8 @@ def _solve_trees(n, arcs, arc_id, res_of_arc, cap, D, limits) -> ApproxResult:
         t = time.perf_counter()
         add(dist, pred)
         timings["columns"] += time.perf_counter() - t
+    if status in ("", "iteration_limit"):  # never an empty reason
+        status = f"iteration_limit ({limits.max_iter} rounds)"
     w = np.zeros(len(trees))
     w[: len(x) - 1] = np.clip(x[1:], 0.0, None)
     w[w <= 1e-9 * w.sum()] = 0.0
@@ -274,7 +287,8 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
         raise InputError("formulation: the symmetric reduction needs a circulant topology and "
                          "rotation-invariant traffic")
     res = approx_min_congestion(instance.n, P.arcs, P.res_arcs, P.res_cap, P.D, float(eps),
-                                options.time_left(), symmetric=sym, seed=options.seed)
+                                options.time_left(), symmetric=sym, seed=options.seed,
+                                columns=options.method.columns)
     t = time.perf_counter()
     pair_paths = {(s, t): paths for s, t, paths in res.pair_paths(P.D)}
     routing = _exact.routing_from_pair_paths(instance, P.topology, P.rings, pair_paths,
@@ -282,7 +296,7 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     assemble = time.perf_counter() - t
     status = Status.OPTIMAL if res.gap <= OPTIMAL_GAP else Status.FEASIBLE
     tm = ", ".join(f"{k} {v:.2f}" for k, v in res.timings.items())
-    note = (f"formulation={'symmetric' if sym else 'paths'}; epsilon={float(eps):g}; "
+    note = (f"formulation={'symmetric' if sym else options.method.columns}; epsilon={float(eps):g}; "
             f"certified gap {res.gap:.3g} after {res.iterations} rounds ({res.status}); "
             f"times [s]: {tm}, routing {assemble:.2f}")
     outcome = BackendOutcome(status, res.upper, res.lower, res.timings["total"], "approx-cg",

@@ -12,11 +12,15 @@ where ``base(r)`` is the load of all key paths. It is solved by HiGHS' interior 
 without crossover: the master is highly degenerate (primal simplex needed thousands of
 iterations per round, see ``docs/route_approx.md``) and well-centred duals price better. As
 the interior point method does not warm-start, the master is rebuilt every round from the
-pool, and columns the last solution does not use (``x_p <= PRUNE``) leave the pool; the last
-solution stays feasible, so the master value never rises. A pair gets a new column when its
-shortest path under the master's duals is shorter than every path it has: for an optimal
-master the pair's dual is ``d_k`` times that minimum length, so this is a negative reduced
-cost, and the master is optimal when no pair has one.
+pool, and columns the last ``AGE`` solutions did not use (``x_p <= PRUNE``) leave the pool; the
+last solution stays feasible, so the master value never rises. Dropping a column at its first
+unused round made the search cycle on degenerate masters (permutation traffic on a circulant:
+two columns must enter together to lower ``U``; each entered alone, was unused and left, for
+1000 rounds); when neither the incumbent nor the bound has improved for ``STALL`` rounds,
+pruning stops for the rest of the run, and column generation without deletion terminates.
+A pair gets a new column when its shortest path under the master's duals is shorter than
+every path it has: for an optimal master the pair's dual is ``d_k`` times that minimum
+length, so this is a negative reduced cost, and the master is optimal when no pair has one.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import time
 import highspy
 import numpy as np
 
+from .base import Base, coefficients
 from .common import (
     ALPHA,
     PRICE_TOL,
@@ -38,10 +43,11 @@ from .common import (
     run_master,
     tree_order,
     tree_sum_down,
-    tree_sum_up,
 )
 
-PRUNE = 1e-6  # a column with a smaller fraction in the last master leaves the pool
+PRUNE = 1e-6  # a column with a smaller fraction in the last master counts as unused
+AGE = 3  # masters a column may stay unused before it leaves the pool
+STALL = 5  # rounds without progress of incumbent or bound that switch pruning off
 
 
 class _Pool:
@@ -52,6 +58,7 @@ class _Pool:
         z = np.zeros(0, np.int64)
         self.src, self.dst, self.nodes, self.ptr = z, z, z, np.zeros(1, np.int64)
         self.cres, self.cval, self.cptr = z, np.zeros(0), np.zeros(1, np.int64)
+        self.age = z  # consecutive masters that left the column unused
 
     def __len__(self) -> int:
         return len(self.src)
@@ -64,10 +71,11 @@ class _Pool:
         self.cres = np.concatenate([self.cres, cres])
         self.cval = np.concatenate([self.cval, cval])
         self.cptr = np.concatenate([self.cptr, self.cptr[-1] + cptr[1:]])
+        self.age = np.concatenate([self.age, np.zeros(len(src), np.int64)])
 
     def take(self, idx: np.ndarray) -> _Pool:
         out = _Pool()
-        out.src, out.dst = self.src[idx], self.dst[idx]
+        out.src, out.dst, out.age = self.src[idx], self.dst[idx], self.age[idx]
         out.nodes, out.ptr = _take(self.nodes, self.ptr, idx)
         sel, out.cptr = _take(np.arange(len(self.cres)), self.cptr, idx)
         out.cres, out.cval = self.cres[sel], self.cval[sel]
@@ -86,27 +94,6 @@ def _take(flat, ptr, idx):
     new_ptr = np.concatenate([[0], np.cumsum(lens)])
     pos = np.repeat(ptr[idx] - new_ptr[:-1], lens) + np.arange(new_ptr[-1])
     return flat[pos], new_ptr
-
-
-def _coefficients(vol, nodes, ptr, knodes, kptr, arc_id, res_of_arc, R):
-    """Capacity coefficients ``vol * (|p ∩ r| - |key ∩ r|)`` per column (common arcs cancel),
-    as ``(cres, cval, cptr)``."""
-    C = len(vol)
-
-    def entries(nd, pt, sign):
-        owner = np.repeat(np.arange(C), np.diff(pt))
-        same = owner[:-1] == owner[1:]
-        a = arc_id[nd[:-1][same], nd[1:][same]]
-        return owner[:-1][same], res_of_arc[a], sign * vol[owner[:-1][same]]
-
-    o1, r1, v1 = entries(nodes, ptr, 1.0)
-    o2, r2, v2 = entries(knodes, kptr, -1.0)
-    keyv, inv = np.unique(np.concatenate([o1 * R + r1, o2 * R + r2]), return_inverse=True)
-    val = np.bincount(inv, weights=np.concatenate([v1, v2]))
-    own = keyv // R
-    nz = np.abs(val) > 1e-14 * vol[own]
-    own, res, val = own[nz], keyv[nz] % R, val[nz]
-    return res, val, np.searchsorted(own, np.arange(C + 1))
 
 
 def _master(pool: _Pool, base, cap, n) -> highspy.Highs:
@@ -135,49 +122,67 @@ def _master(pool: _Pool, base, cap, n) -> highspy.Highs:
 
 
 def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: int,
-                init_rounds: int, seed: int) -> ApproxResult:
+                init_rounds: int, seed: int, warm=None) -> ApproxResult:
+    """Path column generation (module docstring). ``warm``: a :class:`.warm.WarmStart` of a
+    nearby topology, whose lengths give the key trees and the first bound and whose routing
+    (repaired) is the base."""
     timings = dict.fromkeys(("setup", "master", "pricing", "columns"), 0.0)
     t = time.perf_counter()
     m, R = len(arcs), len(cap)
     sources = np.flatnonzero(D.sum(axis=1) > 0)
-    rows = D[sources]
+    S, rows = len(sources), D[sources]
     pricer = Pricer(n, arcs, res_of_arc, cap, sources, D, rows, False)
     mu0 = normalise(1.0 / cap, cap, None)
-    dist, key, lb = pricer(mu0)
+    mu_start = mu0 if warm is None else warm.resource_lengths(arcs, res_of_arc, cap)
+    dist, key, lb = pricer(mu_start)
     if not np.isfinite(np.where(rows > 0, dist, 0.0)).all():
         raise ValueError("demand: a pair with demand is not connected")
-    bound = pricer.bound(lb, mu0)
+    bound = pricer.bound(lb, mu_start)
     key_order = tree_order(dist)
-    acc = tree_sum_up(key_order, key, rows, sources)
-    kk, vv = np.nonzero((key >= 0) & (acc > 0))
-    base_arc = np.bincount(arc_id[key[kk, vv], vv], weights=acc[kk, vv], minlength=m)
-    base = np.bincount(res_of_arc, weights=base_arc, minlength=R)
+    kk, tt = np.nonzero(rows > 0)
+    if warm is None:
+        knodes, kptr = paths_back(key, kk, tt, sources)
+        base = Base(n, S, kk * n + tt, knodes, kptr, np.ones(len(kk)), arc_id, export=False)
+    else:
+        base = warm.base(n, sources, rows, key, arc_id)
+    base_res = np.bincount(res_of_arc, weights=base.arc_load(rows, m), minlength=R)
+    upper0 = float((base_res / cap).max())  # the start: never return worse
     pool = _Pool()
 
     def add(ks, ts, pred):
         nodes, ptr = paths_back(pred, ks, ts, sources)
-        knodes, kptr = paths_back(key, ks, ts, sources)
-        coef = _coefficients(rows[ks, ts], nodes, ptr, knodes, kptr, arc_id, res_of_arc, R)
+        coef = coefficients(rows[ks, ts], nodes, ptr, ks * n + ts, base, arc_id, res_of_arc, R)
         pool.extend(ks, ts, nodes, ptr, *coef)
 
+    def shorter(pred, order, arc_len):
+        new_len = tree_sum_down(order, pred, arc_len, arc_id, sources)
+        return np.nonzero((rows > 0) & (new_len < base.length(arc_len) * (1 - 1e-9)))
+
+    if warm is not None:  # the key paths where they beat the old routing under the old lengths
+        ks, ts = shorter(key, key_order, mu_start[res_of_arc])
+        if len(ks):
+            add(ks, ts, key)
     # diversify: trees under randomly perturbed lengths give pairs equally short alternatives
     rng = np.random.default_rng(seed)
-    for _ in range(init_rounds):
+    for _ in range(init_rounds if warm is None else 0):
+        if limits.out_of_time():
+            break
         mu_r = mu0 * rng.uniform(1.0, 1.5, size=R)
         dist_r, pred_r, _ = pricer(mu_r)
-        lr = mu_r[res_of_arc]
-        new_len = tree_sum_down(tree_order(dist_r), pred_r, lr, arc_id, sources)
-        old_len = tree_sum_down(key_order, key, lr, arc_id, sources)
-        ks, ts = np.nonzero((rows > 0) & (new_len < old_len * (1 - 1e-12)))
+        ks, ts = shorter(pred_r, tree_order(dist_r), mu_r[res_of_arc])
         if len(ks):
             add(ks, ts, pred_r)
     timings["setup"] = time.perf_counter() - t
-    history, status, alpha, it = [], "iteration_limit", ALPHA, 0
-    last_pool, x = _Pool(), np.zeros(1)
+    history, status, it = [], "iteration_limit", 0
+    last_pool, x, mu = _Pool(), np.zeros(1), mu_start
+    prune, best_up, best_lb, still = True, upper0, bound.lb, 0
     while it < limits.max_iter:
+        if limits.out_of_time():
+            status = "time_limit"
+            break
         it += 1
         t = time.perf_counter()
-        h = _master(pool, base, cap, n)
+        h = _master(pool, base_res, cap, n)
         stop = run_master(h, limits)
         timings["master"] += time.perf_counter() - t
         if stop:  # keep the last master solution
@@ -185,66 +190,94 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
             break
         sol = h.getSolution()
         last_pool, x = pool, np.asarray(sol.col_value)
-        upper = float(((np.asarray(sol.row_value)[:R] + cap * x[0] + base) / cap).max())
+        upper = float(((np.asarray(sol.row_value)[:R] + cap * x[0] + base_res) / cap).max())
         mu = normalise(-np.asarray(sol.row_dual)[:R], cap, mu0)
-        dist, pred = bound.price(alpha, mu, timings)
+        for alpha in (ALPHA, 0.0):  # at the master's own duals when the smoothed point misprices
+            dist, pred = bound.price(alpha, mu, timings)
+            status = limits.stop(upper, bound.lb)
+            if status:
+                break
+            t = time.perf_counter()
+            cand, gain = _improving(dist, pred, mu, res_of_arc, arc_id, sources, rows, base, pool)
+            timings["columns"] += time.perf_counter() - t
+            if len(cand):
+                break
         history.append((it, upper, bound.lb, limits.elapsed(), len(pool)))
-        status = limits.stop(upper, bound.lb)
         if status:
             break
-        # which pairs have a path shorter (under the master duals) than all their paths?
-        t = time.perf_counter()
-        lm = mu[res_of_arc]
-        new_len = tree_sum_down(tree_order(dist), pred, lm, arc_id, sources)
-        have = tree_sum_down(key_order, key, lm, arc_id, sources)
-        if len(pool):
-            a, owner = pool.arcs(arc_id)
-            np.minimum.at(have, (pool.src, pool.dst),
-                          np.bincount(owner, weights=lm[a], minlength=len(pool)))
-        gain = np.where(rows > 0, rows * (have - new_len), 0.0)
-        cand = np.flatnonzero((gain > PRICE_TOL * rows * have).ravel())
         if len(cand) == 0:
-            timings["columns"] += time.perf_counter() - t
-            if alpha == 0.0:
-                status = "optimal"  # no improving path at the master's own duals
-                break
-            alpha = 0.0  # mispricing at the smoothed point: price at the duals themselves
-            continue
-        alpha = ALPHA
+            status = "optimal"  # no improving path at the master's own duals
+            break
+        # progress test: a stalled search stops pruning (see the module docstring)
+        if upper < best_up * (1 - 1e-9) or bound.lb > best_lb * (1 + 1e-9):
+            still = 0
+        else:
+            still += 1
+        best_up, best_lb = min(best_up, upper), max(best_lb, bound.lb)
+        prune = prune and still < STALL
+        t = time.perf_counter()
         if len(cand) > max_cols:
             cand = cand[np.argpartition(-gain.ravel()[cand], max_cols)[:max_cols]]
-        pool = pool.take(np.flatnonzero(x[1:] > PRUNE))
+        pool.age = np.where(x[1:] > PRUNE, 0, pool.age + 1)
+        if prune:
+            pool = pool.take(np.flatnonzero(pool.age < AGE))
         ks, ts = np.divmod(cand, n)
         add(ks, ts, pred)
         timings["columns"] += time.perf_counter() - t
-    return _result(n, key_order, key, sources, rows, last_pool, x, arc_id, res_of_arc, cap,
-                   bound, it, status, timings, history, limits)
+    if status in ("", "iteration_limit"):
+        status = f"iteration_limit ({limits.max_iter} rounds{'' if prune else ', pruning off'})"
+    res = _result(n, key, sources, rows, base, last_pool, x, arc_id, res_of_arc, cap, bound,
+                  it, status, timings, history, limits, mu)
+    if res.upper > upper0 * (1 + 1e-12):  # an inexact master: the start is better
+        res = _result(n, key, sources, rows, base, _Pool(), np.zeros(1), arc_id, res_of_arc,
+                      cap, bound, it, status + "; the start routing kept", timings, history,
+                      limits, mu)
+    return res
 
 
-def _result(n, key_order, key, sources, rows, pool, x, arc_id, res_of_arc, cap, bound, it,
-            status, timings, history, limits) -> ApproxResult:
+def _improving(dist, pred, mu, res_of_arc, arc_id, sources, rows, base: Base, pool):
+    """Pairs whose shortest path (trees ``pred``) is shorter under the master lengths ``mu``
+    than every path they have (base mix and pool), and the gains ``d_k (have - new)``."""
+    lm = mu[res_of_arc]
+    new_len = tree_sum_down(tree_order(dist), pred, lm, arc_id, sources)
+    have = base.length(lm)
+    if len(pool):
+        a, owner = pool.arcs(arc_id)
+        np.minimum.at(have, (pool.src, pool.dst),
+                      np.bincount(owner, weights=lm[a], minlength=len(pool)))
+    gain = np.where(rows > 0, rows * (have - new_len), 0.0)
+    return np.flatnonzero((gain > PRICE_TOL * rows * have).ravel()), gain
+
+
+def _result(n, key, sources, rows, base: Base, pool, x, arc_id, res_of_arc, cap, bound, it,
+            status, timings, history, limits, mu) -> ApproxResult:
     """The routing of the last master solution, its loads and congestion recomputed."""
     S, m = len(sources), int(arc_id.max()) + 1
     frac = np.zeros(len(pool))
     frac[: len(x) - 1] = np.clip(x[1:], 0.0, 1.0)
-    frac[frac <= PRUNE] = 0.0  # interior-point dust: the key path takes it
+    frac[frac <= PRUNE] = 0.0  # interior-point dust: the base takes it
     tot = np.zeros((S, n))
     np.add.at(tot, (pool.src, pool.dst), frac)
     over = tot[pool.src, pool.dst] > 1.0
     frac[over] /= tot[pool.src, pool.dst][over]
     tot = np.minimum(tot, 1.0)
-    acc = tree_sum_up(key_order, key, rows * (1.0 - tot), sources)
-    kk, vv = np.nonzero((key >= 0) & (acc > 0))
-    arc_load = np.bincount(arc_id[key[kk, vv], vv], weights=acc[kk, vv], minlength=m)
+    arc_load = base.arc_load(rows * (1.0 - tot), m)
     if len(pool):
         a, owner = pool.arcs(arc_id)
         arc_load += np.bincount(a, weights=(rows[pool.src, pool.dst] * frac)[owner], minlength=m)
     upper = float((np.bincount(res_of_arc, weights=arc_load, minlength=len(cap)) / cap).max())
+    alt_src, alt_dst, alt_ptr, alt_nodes = pool.src, pool.dst, pool.ptr, pool.nodes
+    if base.export:  # the base paths, scaled by what the columns leave them, are alternatives
+        bs, bt = np.divmod(base.pair, n)
+        alt_src, alt_dst = np.concatenate([bs, alt_src]), np.concatenate([bt, alt_dst])
+        alt_nodes = np.concatenate([base.nodes, alt_nodes])
+        alt_ptr = np.concatenate([base.ptr, base.ptr[-1] + alt_ptr[1:]])
+        frac = np.concatenate([base.frac * (1.0 - tot[bs, bt]), frac])
     timings["total"] = limits.elapsed()
     return ApproxResult(
         n=n, upper=upper, lower=min(bound.lb, upper), symmetric=False, sources=sources,
-        key=key, alt_src=pool.src, alt_dst=pool.dst, alt_ptr=pool.ptr, alt_nodes=pool.nodes,
+        key=key, alt_src=alt_src, alt_dst=alt_dst, alt_ptr=alt_ptr, alt_nodes=alt_nodes,
         alt_frac=frac, trees=np.zeros((0, n), np.int64), tree_weight=np.zeros(0),
         lengths=bound.mu[res_of_arc], arc_load=arc_load, iterations=it, status=status,
-        timings=timings, history=history,
+        timings=timings, history=history, duals=mu[res_of_arc],
     )
