@@ -51,6 +51,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -82,6 +83,10 @@ class Task:
     instance_hash: str = ""
     extra_env: dict[str, str] = field(default_factory=dict)
     input_error: str | None = None
+    # the portfolio (``certify``): a solution file to start from (the incumbent so far), and
+    # where to write the run's own solution file, so that the parent can keep the best one
+    warm_start_path: str | None = None
+    solution_out: str | None = None
 
     @property
     def label(self) -> str:
@@ -141,6 +146,12 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def kill_run(proc: subprocess.Popen) -> None:
+    """Kill one run started by :func:`execute` (its whole process group); its record
+    becomes an ``error`` row ("crash: ... killed by signal SIGKILL")."""
+    _kill_group(proc)
+
+
 def kill_live_children() -> None:
     """Kill every child process started by :func:`execute` in this process (sweep aborted)."""
     with _LIVE_LOCK:
@@ -159,13 +170,16 @@ def _remove_tree(path: str) -> None:
     log.warning("could not remove the run folder %s", path)
 
 
-def execute(task: Task, stop: threading.Event | None = None) -> dict[str, Any]:
+def execute(task: Task, stop: threading.Event | None = None,
+            on_start: Callable[[subprocess.Popen], None] | None = None) -> dict[str, Any]:
     """Run one task in a fresh child process under its hard wall-clock limit and return the
     complete store record. Never raises for a failing run: failures are ``error`` records.
 
     ``stop``: once set (by an aborting sweep, before :func:`kill_live_children`), no process
     is started any more; checked under the same lock that registers started processes, so
-    an abort never misses a child that is just starting."""
+    an abort never misses a child that is just starting. ``on_start`` is called with the
+    child process once it runs (under that lock), so that a caller can end its own runs
+    early with :func:`kill_run` (the portfolio, once its gap is closed)."""
     started = _now()
     if task.input_error is not None:
         return error_record(task, task.input_error, started_at=started, finished_at=started,
@@ -188,6 +202,8 @@ def execute(task: Task, stop: threading.Event | None = None) -> dict[str, Any]:
             finally:
                 os.close(lifeline)
             _LIVE.add(proc)
+            if on_start is not None:
+                on_start(proc)
         try:
             out, err = proc.communicate(payload, timeout=task.hard_limit_s)
             timed_out = False
@@ -227,12 +243,15 @@ def execute(task: Task, stop: threading.Event | None = None) -> dict[str, Any]:
 
 # -- the child's side -----------------------------------------------------------------------
 
-def solve_record(instance: Instance, method: str, options: SolveOptions) -> dict[str, Any]:
+def solve_record(instance: Instance, method: str, options: SolveOptions,
+                 solution_out: str | None = None) -> dict[str, Any]:
     """Solve in this process through :func:`topoopt_milp.pipeline.solve_checked`; the result
     columns of a store record (``status``, ``objective``, ``bound``, ``gap``, ``runtime_s``,
     ``backend``, ``metrics``, ``scope``, ``features``, ``error``, ...). A method that raises,
-    or a solution the checker rejects, is an ``error`` with the reason in ``error``."""
-    from ..core.result import versions
+    or a solution the checker rejects, is an ``error`` with the reason in ``error``. With
+    ``solution_out``, a solution the checker accepts is also written there as a solution
+    file (``solution_file`` in the record)."""
+    from ..core.result import versions, write_solution
     from ..pipeline import solve_checked
 
     out: dict[str, Any] = {"versions": versions()}
@@ -257,6 +276,10 @@ def solve_record(instance: Instance, method: str, options: SolveOptions) -> dict
         scope=None if result.scope is None else result.scope.to_dict(),
         features=None if result.features is None else result.features.to_dict(),
     )
+    if solution_out and error is None and result.topology is not None \
+            and result.routing is not None:
+        write_solution(solution_out, result, instance)
+        out["solution_file"] = solution_out
     return finite_json(out)
 
 
@@ -271,10 +294,15 @@ def child_main(stdin: TextIO, result_out: TextIO) -> int:
             registry.METHODS[m["name"]] = registry.get(m["ref"])
         instance = Instance.from_dict(task["instance"])
         options = registry.get(m["name"]).options(task["params"], seed=int(task["seed"]))
+        if task.get("warm_start_path"):
+            from ..core.result import read_solution, result_from_solution
+
+            start = result_from_solution(read_solution(task["warm_start_path"]))
+            options = options.with_(warm_start=start)
     except Exception as exc:  # noqa: BLE001
         out = {"status": "error", "error": f"task: {type(exc).__name__}: {exc}"}
     else:
-        out = solve_record(instance, m["name"], options)
+        out = solve_record(instance, m["name"], options, task.get("solution_out"))
     result_out.write(json.dumps(out) + "\n")
     return 0
 

@@ -244,3 +244,22 @@ def ring_scope(mode: str, rings: tuple[Ring, ...] | None = None, rings_per_group
     if mode == "any":
         return {"rings": "any"}
     return {"rings": "fixed", "rings_hash": rings_hash(rings or ())}
+
+
+# The two ring scopes a certificate reports (``certify``, the headline): ``any`` = every
+# topology with the port budget and every ring order (the instance's own problem), ``totient``
+# = every such topology with rings split freely over the TotientPerms orders.
+CERTIFIED_SPACES = {"any": "any ring order", "totient": "TotientPerms ring orders"}
+
+
+def space_features(rings: str) -> Features | None:
+    """A stand-in for *every* solution of a ring space (:data:`CERTIFIED_SPACES`), for
+    :meth:`Scope.covers`: a scope covers it exactly when it contains every such solution
+    (every topology with the port budget, any multiplicity, fractional routing). ``any``
+    gives ``None`` (covered only by the widest scope); ``totient`` claims TotientPerms rings
+    and nothing else (no hash, no circulant jumps, unbounded multiplicity and orders)."""
+    if rings == "any":
+        return None
+    if rings == "totient":
+        return Features("", None, UNKNOWN_COUNT, True, UNKNOWN_COUNT, "")
+    raise ValueError(f"rings: unknown ring space {rings!r} (known: {', '.join(CERTIFIED_SPACES)})")

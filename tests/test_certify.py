@@ -1,0 +1,132 @@
+"""`certify` against brute force: on instances small enough to try every d-regular link
+matrix, the portfolio's objective is never below the optimum, no bound it reports is above the
+optimum of its scope, the gaps are percentages, the JSON keys are there and the --out file
+passes the independent checker."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from click.testing import CliRunner
+from test_alloc_benders import mixed, regular_multigraphs
+
+from topoopt_milp.bench import portfolio
+from topoopt_milp.cli import main
+from topoopt_milp.core.check import check_solution
+from topoopt_milp.core.instance import Instance, make_instance
+from topoopt_milp.core.result import read_solution
+from topoopt_milp.methods.alloc_benders import decomposition as alloc_benders
+
+REL = 1e-6
+
+
+def brute_force_optimum(inst) -> float:
+    """The least communication time over every d-regular multigraph, each with its optimal
+    fractional routing and ring split (alloc-benders' route evaluation). Every group has at
+    most 3 members, so every ring order is a TotientPerms order: this is the optimum of both
+    certified scopes."""
+    assert all(len(g.members) <= 3 for g in inst.allreduce)
+    P = alloc_benders.problem_of(inst)
+    B = P.demand_basis()
+    best = max(alloc_benders.max_lambda(P, L, B).lam for L in regular_multigraphs(inst.n, inst.degree))
+    return P.sec_per_unit / best
+
+
+def a2a(n, d):
+    return make_instance(n, d, 100.0, mp=[(i, j, 1e8) for i in range(n) for j in range(n) if i != j],
+                         name=f"a2a-n{n}-d{d}")
+
+
+def run_certify(tmp_path, inst, time_limit):
+    path = tmp_path / "inst.json"
+    inst.save(path)
+    out = tmp_path / "best.json"
+    t0 = time.perf_counter()
+    res = CliRunner().invoke(main, ["certify", str(path), "--time-limit", str(time_limit),
+                                    "--format", "json", "--out", str(out), "--jobs", "2"])
+    wall = time.perf_counter() - t0
+    assert res.exit_code == 0, res.output
+    lines = [x for x in res.output.splitlines() if x.strip()]
+    assert len(lines) == 1, res.output  # exactly one JSON object
+    return json.loads(lines[0]), out, path, wall
+
+
+def check_certificate(data, out, path, wall, time_limit, opt):
+    for key in portfolio.JSON_KEYS:
+        assert key in data, key
+    assert data["objective"] >= opt * (1 - REL)
+    for scope in ("any", "totient"):
+        bound, gap = data[f"bound_{scope}"], data[f"gap_{scope}_pct"]
+        assert bound is not None and bound <= opt * (1 + REL), scope
+        assert gap is None or 0.0 <= gap <= 100.0, scope
+    assert data["bound_totient"] >= data["bound_any"] * (1 - REL)  # every "any" bound holds there
+    assert data["status"] in ("optimal", "feasible")
+    if data["status"] == "optimal":
+        assert data["objective"] == pytest.approx(opt, rel=1e-4)
+    assert wall <= portfolio.hard_end_s(time_limit)
+    inst = Instance.load(path)
+    sol = read_solution(out)
+    assert check_solution(inst.to_dict(), sol) == []
+    assert sol["objective"] == pytest.approx(data["objective"], rel=1e-9)
+
+
+def test_certify_a2a_n5_against_brute_force(tmp_path):
+    inst = a2a(5, 2)  # the 5-cycle is the only 2-regular simple graph; multigraphs are worse
+    opt = brute_force_optimum(inst)
+    data, out, path, wall = run_certify(tmp_path, inst, 4)
+    check_certificate(data, out, path, wall, 4, opt)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_certify_mixed_n6_against_brute_force(tmp_path, seed):
+    inst = mixed(6, 2, 2, 0.4, seed=seed)  # two groups of 3: every ring order is TotientPerms'
+    opt = brute_force_optimum(inst)
+    data, out, path, wall = run_certify(tmp_path, inst, 20)
+    check_certificate(data, out, path, wall, 20, opt)
+
+
+def test_plan_picks_methods_by_spec():
+    """A spec registered under any name lands in the phase its properties say."""
+    from topoopt_milp import registry
+
+    inst = mixed(6, 2, 2, 0.4)
+    entries = portfolio.plan(inst)
+    phases = [portfolio.PHASES.index(e.phase) for e in entries]
+    assert phases == sorted(phases)
+    by_method = {e.method: e for e in entries}
+    for name, spec in registry.methods().items():
+        phase = portfolio.phase_of(spec, inst)
+        if spec.problem == "route":
+            assert phase is None and name not in by_method
+        elif phase is not None:
+            assert by_method[name].phase == phase
+            assert by_method[name].warm == (spec.warm_start is not None
+                                            and phase not in ("heuristic", "heuristic-lp"))
+    # a bound method with a rings knob runs once per ring scope
+    bounds = [e for e in entries if e.method == "lower-bounds"]
+    assert {e.knobs.get("rings") for e in bounds} == {"choose", "any"}
+    # above exact_max_n only the scalable phases remain
+    big = portfolio.plan(inst, exact_max_n=4)
+    assert {e.phase for e in big} <= {"heuristic", "heuristic-lp", "bound", "search"}
+
+
+def test_certificate_measures_gaps_in_covering_scopes():
+    from topoopt_milp.core.scope import ANALYTIC, Features, Scope
+
+    cert = portfolio.Certificate("x", 10.0)
+    tp = Features("h", None, 1, True, 1, "r")
+    other = Features("h2", None, 1, False, 1, "r2")
+    cert.best = portfolio.Incumbent(10.0, "a", other, {})
+    cert.best_totient = portfolio.Incumbent(12.0, "b", tp, {})
+    cert.bounds = [portfolio.Bound(8.0, "analytic", ANALYTIC),
+                   portfolio.Bound(11.0, "alloc-milp", Scope(rings="totient")),
+                   portfolio.Bound(99.0, "route", Scope(topology="fixed", topology_hash="h"))]
+    assert cert.space_bound("any").value == 8.0
+    assert cert.space_bound("totient").value == 11.0  # the fixed-topology bound covers neither
+    assert cert.gap_pct("any") == pytest.approx(20.0)
+    assert cert.gap_pct("totient") == pytest.approx(100 * 1 / 12)
+    assert cert.status == "feasible"
+    assert set(portfolio.JSON_KEYS) <= set(cert.to_json())

@@ -1,0 +1,517 @@
+"""The ``certify`` portfolio: the best solution and the best bound of one instance within a
+wall-clock budget, every registered method chosen by its spec.
+
+Which methods run, and in which order
+-------------------------------------
+:func:`plan` reads every spec of the registry (built-in and plug-in alike) and gives each a
+*phase* from its declared properties, never from its name:
+
+1. ``heuristic`` -- ``kind == "heuristic"`` with backend ``heuristic`` and its own routing;
+2. ``heuristic-lp`` -- the same with the LP routing preset (``preset["routing"] == "lp"``);
+3. ``bound`` -- ``kind == "exact"`` with backend ``analytic`` or without a warm start (a
+   method that proves bounds and builds no incumbent, e.g. ``lower-bounds``), once per ring
+   space of its ``rings`` knob whose scope differs (``choose``: TotientPerms orders,
+   ``any``: every order), so both certified scopes get their bound;
+4. ``search`` -- any other heuristic (an upper-bound search with its own solver, e.g.
+   ``alloc-alternate``);
+5. ``exact`` and 6. ``restricted`` -- the remaining exact / restricted models, only at
+   ``n <= exact_max_n`` (the small instances they can prove).
+
+A method whose ``max_n`` or memory estimate (:func:`topoopt_milp.core.sizes.check`) refuses the
+instance is left out; an instance with a fixed topology gets the ``route`` methods only, one
+without gets every other problem. A spec with a ``warm_start`` starts from the best incumbent
+found so far (it waits until phases 1-2 are done, so that it gets their best).
+
+How the budget is spent
+-----------------------
+The runs go, in that order, to ``jobs`` worker slots; each run is a fresh child process
+(:func:`topoopt_milp.bench.child.execute`) with the *remaining* budget as its time limit
+(less a reserve for evaluating and checking its solution) and a hard kill at the absolute end
+``max(1.2 T, T + 5) - finish`` (``finish`` for writing the answer), so that the whole call
+returns within ``max(1.2 T, T + 5 s)``. Every child solves through
+:func:`topoopt_milp.pipeline.solve_checked` (so every solution is re-verified by the
+independent checker there) and writes its solution file; the parent keeps the best.
+
+What a certificate says
+-----------------------
+Bounds come from the runs of non-heuristic methods whose scope is the instance's problem
+(scope level 1: every topology with the port budget; level 4 for a fixed-topology instance)
+and from the analytic bound (ideal switch / Moore), valid for every solution. For each of the
+two ring spaces of :data:`~topoopt_milp.core.scope.CERTIFIED_SPACES` the bound is the largest
+one whose :class:`~topoopt_milp.core.scope.Scope` covers *every* solution of that space
+(:func:`~topoopt_milp.core.scope.space_features`); the gap of a space is measured for the best
+solution inside that space: ``100 (objective - bound) / objective``. ``status`` is ``optimal``
+only when the gap of the instance's own scope (``any``: every ring order; for a fixed
+topology, the best solution's own covering bound) is within the solver tolerance; the
+portfolio then stops early and kills the runs still going.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import registry
+from ..core import sizes
+from ..core.check import check_solution
+from ..core.evaluate import lower_bound
+from ..core.instance import Instance
+from ..core.params import SolverParams
+from ..core.result import read_solution
+from ..core.scope import ANALYTIC, CERTIFIED_SPACES, Features, Scope, space_features
+from ..core.spec import MethodSpec
+from .child import Task, execute, kill_run
+from .runner import method_record
+from .store import run_key
+
+log = logging.getLogger(__name__)
+
+PHASES = ("heuristic", "heuristic-lp", "bound", "search", "exact", "restricted")
+EXACT_MAX_N = 24  # exact and restricted models run only up to this size
+MIN_RUN_S = 1.0  # a run is not started with less budget than this
+OBJ_TOL = 1e-5  # as the result step's: below it a gap is solver tolerance
+NEGATIVE_TOL = 1e-6  # a covering bound above the objective by more is an invalid bound
+JSON_KEYS = ("objective", "best_by", "bound_any", "bound_any_by", "gap_any_pct",
+             "bound_totient", "bound_totient_by", "gap_totient_pct", "runtime_s", "status")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One run of the portfolio: a method, the knobs it gets, its phase, whether it starts
+    from the incumbent."""
+
+    method: str
+    phase: str
+    knobs: dict[str, Any] = field(default_factory=dict)
+    warm: bool = False
+
+    @property
+    def label(self) -> str:
+        extra = ",".join(f"{k}={v}" for k, v in sorted(self.knobs.items()))
+        return f"{self.method}[{extra}]" if extra else self.method
+
+
+def phase_of(spec: MethodSpec, instance: Instance, exact_max_n: int = EXACT_MAX_N) -> str | None:
+    """The phase of a spec on ``instance`` (module docstring), ``None`` when it does not run."""
+    fixed = instance.topology is not None
+    if fixed != (spec.problem == "route"):
+        return None
+    if spec.kind == "heuristic":
+        if spec.backend != "heuristic":
+            return "search"
+        return "heuristic-lp" if spec.preset.get("routing") == "lp" else "heuristic"
+    if not fixed and (spec.backend == "analytic" or spec.warm_start is None):
+        return "bound"
+    if instance.n > exact_max_n:
+        return None
+    return "exact" if spec.kind == "exact" else "restricted"
+
+
+def _variants(spec: MethodSpec, instance: Instance, phase: str) -> list[dict[str, Any]]:
+    """The knob sets a method runs with: a bound method once per ring space of its ``rings``
+    knob with a distinct scope (so that each certified space gets its bound), else once."""
+    if phase != "bound":
+        return [{}]
+    rings = next((f for f in spec.params.knobs() if f.name == "rings"), None)
+    choices = tuple(rings.metadata.get("choices") or ()) if rings is not None else ()
+    out, seen = [], set()
+    for mode in ("choose", "any"):
+        if mode not in choices:
+            continue
+        scope = spec.scope(instance, spec.options({"rings": mode}, strict=False))
+        key = None if scope is None else repr(scope)
+        if key not in seen:
+            seen.add(key)
+            out.append({"rings": mode})
+    return out or [{}]
+
+
+def plan(instance: Instance, exact_max_n: int = EXACT_MAX_N,
+         methods: dict[str, MethodSpec] | None = None) -> list[Entry]:
+    """Every run of the portfolio on ``instance``, in phase order (module docstring); within
+    a phase the models with the widest bound scope first, then registry order."""
+    entries = []
+    for spec in (methods or registry.methods()).values():
+        phase = phase_of(spec, instance, exact_max_n)
+        if phase is None:
+            continue
+        try:
+            sizes.check(spec, instance, spec.options(strict=False))
+        except sizes.SizeError as exc:
+            log.info("certify: %s left out: %s", spec.name, exc)
+            continue
+        for knobs in _variants(spec, instance, phase):
+            entries.append(Entry(spec.name, phase, knobs, warm=spec.warm_start is not None
+                                 and phase not in ("heuristic", "heuristic-lp")))
+    return sorted(entries, key=lambda e: (PHASES.index(e.phase), _reach(e, instance)))
+
+
+def _reach(entry: Entry, instance: Instance) -> int:
+    """Within a phase, the models whose bound covers every ring order first (0), then those
+    covering the TotientPerms orders (1), then the rest (2: circulants, restricted models)."""
+    spec = registry.get(entry.method)
+    scope = spec.scope(instance, spec.options(entry.knobs, strict=False))
+    if scope is None:
+        return 2
+    if scope.covers(space_features("any")):
+        return 0
+    return 1 if scope.covers(space_features("totient")) else 2
+
+
+@dataclass
+class Bound:
+    value: float
+    by: str
+    scope: Scope
+
+
+@dataclass
+class Incumbent:
+    objective: float
+    by: str
+    features: Features | None
+    solution: dict  # the topoopt-solution/1 object, as its run wrote it
+
+
+@dataclass
+class Certificate:
+    """What ``certify`` reports (module docstring); :meth:`to_json` gives the JSON keys."""
+
+    instance: str
+    time_limit: float
+    best: Incumbent | None = None
+    best_totient: Incumbent | None = None
+    bounds: list[Bound] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    runtime_s: float = 0.0
+    fixed_topology: bool = False
+    invalid: list[str] = field(default_factory=list)
+
+    def bound_for(self, features: Features | None) -> Bound | None:
+        """The largest bound whose scope covers ``features``: a solution's, or the stand-in
+        of a whole ring space (:func:`~topoopt_milp.core.scope.space_features`); ``None`` is
+        covered by the widest scopes only."""
+        return max((b for b in self.bounds if b.scope.covers(features)),
+                   key=lambda b: b.value, default=None)
+
+    def space_bound(self, rings: str) -> Bound | None:
+        return self.bound_for(space_features(rings))
+
+    def space_incumbent(self, rings: str) -> Incumbent | None:
+        return self.best if rings == "any" else self.best_totient
+
+    def gap_pct(self, rings: str) -> float | None:
+        """Gap (%) of the best solution of ring space ``rings`` to that space's bound."""
+        inc, b = self.space_incumbent(rings), self.space_bound(rings)
+        return _gap(inc, b)
+
+    def certified(self) -> tuple[Bound | None, float | None]:
+        """The best bound covering the best solution itself, and its gap (%)."""
+        if self.best is None:
+            return None, None
+        b = self.bound_for(self.best.features)
+        return b, _gap(self.best, b)
+
+    def own_gap_pct(self) -> float | None:
+        """The gap in the instance's own scope: every ring order, or for a fixed topology
+        the best solution's own covering bound."""
+        return self.certified()[1] if self.fixed_topology else self.gap_pct("any")
+
+    @property
+    def status(self) -> str:
+        if self.invalid:
+            return "error"
+        if self.best is None:
+            return "no_solution"
+        gap = self.own_gap_pct()
+        tol = 100 * max(SolverParams().mip_gap, OBJ_TOL)
+        return "optimal" if gap is not None and gap <= tol else "feasible"
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of ``certify --format json`` (:data:`JSON_KEYS` first)."""
+        ba, bt = self.space_bound("any"), self.space_bound("totient")
+        cb, cg = self.certified()
+        out = {
+            "objective": None if self.best is None else self.best.objective,
+            "best_by": None if self.best is None else self.best.by,
+            "bound_any": None if ba is None else ba.value,
+            "bound_any_by": None if ba is None else ba.by,
+            "gap_any_pct": self.gap_pct("any"),
+            "bound_totient": None if bt is None else bt.value,
+            "bound_totient_by": None if bt is None else bt.by,
+            "gap_totient_pct": self.gap_pct("totient"),
+            "runtime_s": self.runtime_s,
+            "status": self.status,
+            "instance": self.instance,
+            "time_limit_s": self.time_limit,
+            "objective_totient": None if self.best_totient is None
+            else self.best_totient.objective,
+            "objective_totient_by": None if self.best_totient is None else self.best_totient.by,
+            "best_rings_totient": None if self.best is None or self.best.features is None
+            else self.best.features.rings_totient,
+            "certified_bound": None if cb is None else cb.value,
+            "certified_bound_by": None if cb is None else cb.by,
+            "certified_gap_pct": cg,
+            "invalid_bounds": list(self.invalid),
+            "runs": [_run_summary(r) for r in self.records],
+        }
+        return out
+
+    def lines(self) -> list[str]:
+        """The text report of ``certify``."""
+        out = [f"certify {self.instance}: {self.status} after {self.runtime_s:.1f} s "
+               f"(budget {self.time_limit:g} s, {len(self.records)} runs)"]
+        if self.best is None:
+            out.append("best solution: none found")
+        else:
+            out.append(f"best solution: {self.best.objective:.6g} s by {self.best.by}"
+                       + ("" if self.best.features is None else
+                          f" (rings {'in' if self.best.features.rings_totient else 'outside'}"
+                          " the TotientPerms orders)"))
+        for rings, text in CERTIFIED_SPACES.items():
+            b, inc, gap = self.space_bound(rings), self.space_incumbent(rings), self.gap_pct(rings)
+            btext = "none" if b is None else f"{b.value:.6g} s by {b.by}"
+            itext = "no solution in this scope" if inc is None else \
+                f"best {inc.objective:.6g} s by {inc.by}"
+            gtext = "-" if gap is None else f"{gap:.2f}%"
+            out.append(f"scope {rings} ({text}): bound {btext}; {itext}; certified gap {gtext}")
+        for msg in self.invalid:
+            out.append(f"invalid bound: {msg}")
+        return out
+
+
+def _gap(inc: Incumbent | None, b: Bound | None) -> float | None:
+    if inc is None or b is None:
+        return None
+    if inc.objective <= 0:
+        return 0.0
+    return max(0.0, 100.0 * (inc.objective - b.value) / inc.objective)
+
+
+def _run_summary(rec: dict[str, Any]) -> dict[str, Any]:
+    return {k: rec.get(k) for k in ("method", "status", "objective", "bound", "wall_s",
+                                    "time_limit", "error")}
+
+
+def hard_end_s(time_limit: float) -> float:
+    """The promise: the whole call returns within ``max(1.2 T, T + 5)`` seconds."""
+    return max(1.2 * time_limit, time_limit + 5.0)
+
+
+def _check_reserve(instance: Instance) -> float:
+    """Seconds a child needs after its solver for evaluating, checking and writing its
+    solution (the routing's size grows with the pairs, ~n^2)."""
+    return 0.5 + instance.n * instance.n / 20000.0
+
+
+def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
+            exact_max_n: int = EXACT_MAX_N, family: str = "", seed: int = 0,
+            on_record: Callable[[dict[str, Any]], None] | None = None,
+            instance_path: str | None = None) -> Certificate:
+    """Run the portfolio on ``instance`` for ``time_limit`` seconds of wall clock (module
+    docstring) and return its :class:`Certificate`.
+
+    Parameters
+    ----------
+    instance : Instance
+        The instance.
+    time_limit : float
+        The budget ``T`` (seconds); the call returns within ``max(1.2 T, T + 5)``.
+    jobs : int, optional
+        Runs at a time (default: the machine's cores).
+    exact_max_n : int
+        The largest ``n`` at which the exact and restricted models run.
+    family, seed, instance_path
+        Recorded in the run records (and their run keys).
+    on_record : callable, optional
+        Called with every run's store record as it finishes (``bench`` / ``reproduce``
+        write them to their run store, so the tables see the same runs).
+    """
+    t0 = time.monotonic()
+    jobs = jobs or os.cpu_count() or 1
+    deadline = t0 + float(time_limit)
+    reserve = _check_reserve(instance)
+    finish = min(0.1 * time_limit, 0.5 + reserve)  # parent: re-check and write the answer
+    hard_end = t0 + hard_end_s(time_limit) - finish
+    cert = Certificate(instance.name, float(time_limit), fixed_topology=instance.topology is not None)
+    analytic = lower_bound(instance)
+    if math.isfinite(analytic):
+        cert.bounds.append(Bound(float(analytic), "analytic", ANALYTIC))
+    levels = (4,) if cert.fixed_topology else (1,)
+    data = instance.to_dict()
+    ihash = instance.content_hash()
+    pending = plan(instance, exact_max_n)
+    log.info("certify %s: %d runs planned: %s", instance.name, len(pending),
+             ", ".join(e.label for e in pending))
+    workdir = tempfile.mkdtemp(prefix="topoopt-certify-")
+    stop = threading.Event()
+    procs: dict[int, subprocess.Popen] = {}
+    lock = threading.Lock()
+    tol = 100 * max(SolverParams().mip_gap, OBJ_TOL)
+    best_path: str | None = None
+
+    def closed() -> bool:
+        gap = cert.own_gap_pct()
+        return gap is not None and gap <= tol
+
+    def launch(k: int, entry: Entry, pool: cf.Executor) -> cf.Future | None:
+        remaining = deadline - time.monotonic() - reserve
+        if remaining < MIN_RUN_S:
+            return None
+        spec = registry.get(entry.method)
+        knobs = {**entry.knobs, "time_limit": round(remaining, 3)}
+        params = spec.options(knobs, seed=seed, strict=False).as_params()
+        key_params = {**params, "certify_s": float(time_limit), "certify_run": k}
+        key_params.pop("time_limit", None)
+        task = Task(run_key=run_key(ihash, spec.name, key_params, seed, family), instance=data,
+                    instance_path=instance_path, family=family, method=method_record(spec),
+                    params=params, seed=seed, hard_limit_s=max(0.5, hard_end - time.monotonic()),
+                    instance_hash=ihash,
+                    warm_start_path=best_path if entry.warm else None,
+                    solution_out=os.path.join(workdir, f"run{k}.json"))
+
+        def started(proc: subprocess.Popen, k=k) -> None:
+            with lock:
+                procs[k] = proc
+
+        return pool.submit(execute, task, stop, started)
+
+    def absorb(k: int, entry: Entry, rec: dict[str, Any]) -> None:
+        nonlocal best_path
+        rec["certify_entry"] = entry.label
+        cert.records.append(rec)
+        if on_record is not None:
+            on_record(rec)
+        status = rec.get("status")
+        if status == "error":
+            log.info("certify: %s: %s", entry.label, rec.get("error"))
+            return
+        scope = Scope.from_dict(rec["scope"]) if isinstance(rec.get("scope"), dict) else None
+        if rec.get("method_kind") != "heuristic" and scope is not None and scope.level in levels \
+                and rec.get("bound") is not None and math.isfinite(float(rec["bound"])):
+            cert.bounds.append(Bound(float(rec["bound"]), entry.label, scope))
+        obj = rec.get("objective")
+        path = rec.get("solution_file")
+        if status not in ("optimal", "feasible") or obj is None or not path:
+            return
+        feats = Features.from_dict(rec["features"]) if isinstance(rec.get("features"), dict) \
+            else None
+        obj = float(obj)
+        better = cert.best is None or obj < cert.best.objective * (1 - 1e-12)
+        better_tp = feats is not None and feats.rings_totient and (
+            cert.best_totient is None or obj < cert.best_totient.objective * (1 - 1e-12))
+        if not (better or better_tp):
+            return
+        try:
+            sol = read_solution(path)
+        except Exception as exc:  # noqa: BLE001 - a file the run could not finish is no solution
+            log.warning("certify: %s: solution file unreadable: %s", entry.label, exc)
+            return
+        inc = Incumbent(obj, entry.method, feats, sol)
+        if better:
+            cert.best, best_path = inc, path
+        if better_tp:
+            cert.best_totient = inc
+
+    running: dict[cf.Future, tuple[int, Entry]] = {}
+    k = 0
+    try:
+        with cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="certify") as pool:
+            while pending or running:
+                if closed():
+                    break
+                cheap_left = any(e.phase in ("heuristic", "heuristic-lp")
+                                 for e in [*pending, *(v[1] for v in running.values())])
+                while pending and len(running) < jobs:
+                    # a warm-started run waits for the cheap heuristics' best incumbent
+                    idx = next((i for i, e in enumerate(pending)
+                                if not (e.warm and cheap_left)), None)
+                    if idx is None:
+                        break
+                    entry = pending.pop(idx)
+                    fut = launch(k, entry, pool)
+                    if fut is None:
+                        pending.clear()
+                        break
+                    running[fut] = (k, entry)
+                    k += 1
+                if not running:
+                    break
+                done, _ = cf.wait(running, timeout=0.5, return_when=cf.FIRST_COMPLETED)
+                for fut in done:
+                    kk, entry = running.pop(fut)
+                    with lock:
+                        procs.pop(kk, None)
+                    absorb(kk, entry, fut.result())
+            # early stop (gap closed) or out of budget: end what still runs
+            stop.set()
+            with lock:
+                for proc in procs.values():
+                    kill_run(proc)
+            for fut in list(running):
+                kk, entry = running.pop(fut)
+                rec = fut.result()
+                if rec.get("status") != "error":
+                    absorb(kk, entry, rec)
+                else:
+                    rec["certify_entry"] = entry.label
+                    rec["error"] = "certify: stopped (gap closed or budget spent); " + str(
+                        rec.get("error"))
+                    cert.records.append(rec)
+                    if on_record is not None:
+                        on_record(rec)
+        _verify(instance, cert)
+    finally:
+        stop.set()
+        with lock:
+            for proc in procs.values():
+                kill_run(proc)
+        shutil.rmtree(workdir, ignore_errors=True)
+    cert.runtime_s = time.monotonic() - t0
+    return cert
+
+
+def _verify(instance: Instance, cert: Certificate) -> None:
+    """Re-check the kept solutions with the independent checker in this process (the child
+    checked them too) and flag any covering bound above its objective as invalid."""
+    inst = instance.to_dict()
+    for attr in ("best", "best_totient"):
+        inc = getattr(cert, attr)
+        if inc is None:
+            continue
+        problems = check_solution(inst, inc.solution)
+        if problems:
+            log.error("certify: the checker rejects %s's solution: %s", inc.by, problems[0])
+            cert.invalid.append(f"{inc.by}'s solution fails the checker: {problems[0]}")
+            setattr(cert, attr, None)
+    for inc in (cert.best, cert.best_totient):
+        if inc is None:
+            continue
+        for b in cert.bounds:
+            if b.scope.covers(inc.features) and b.value > inc.objective * (1 + NEGATIVE_TOL) + 1e-15:
+                cert.invalid.append(f"bound {b.value:.9g} of {b.by} exceeds {inc.by}'s "
+                                    f"objective {inc.objective:.9g}")
+
+
+def write_best(cert: Certificate, path: str) -> None:
+    """Write the best solution as its solution file, with the certificate in ``info``."""
+    import json
+    from pathlib import Path
+
+    if cert.best is None:
+        raise ValueError("certify: no solution to write")
+    sol = dict(cert.best.solution)
+    info = dict(sol.get("info") or {})
+    info["certify"] = {k: v for k, v in cert.to_json().items() if k != "runs"}
+    sol["info"] = info
+    Path(path).write_text(json.dumps(sol, indent=1) + "\n")

@@ -1,0 +1,60 @@
+"""`certify`: the best solution and the best bound of one instance within a time budget
+(the portfolio of :mod:`topoopt_milp.bench.portfolio`)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..core.errors import InputError
+from . import main
+from .core import load_instance
+from .options import cores, jobs_option
+
+
+@main.command()
+@click.argument("instance_path", metavar="INSTANCE", type=click.Path(dir_okay=False))
+@click.option("--time-limit", "-t", type=click.FloatRange(min=0, min_open=True), required=True,
+              help="Wall-clock budget in seconds; the command returns within "
+                   "max(1.2 T, T + 5 s).")
+@click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
+              help="Write the best solution here (a solution file; the certificate is in "
+                   "its info.certify).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="text: the report; json: one JSON object.")
+@jobs_option
+@click.option("--exact-max-n", type=click.IntRange(min=0), default=None,
+              help="Run the exact and restricted models only up to this n [default: 24].")
+@click.option("--seed", default=0, show_default=True, help="Seed of every run.")
+def certify(instance_path, time_limit, out, fmt, jobs, exact_max_n, seed) -> None:
+    """Best solution and best bound of INSTANCE within --time-limit seconds.
+
+    Runs every registered method that applies, chosen by its spec: the cheap heuristics and
+    their LP-routed variants, the bound methods (once per ring scope), the upper-bound
+    searches and, at small n, the exact models (started from the best incumbent so far),
+    each in its own process with the remaining budget. Every solution is re-verified by the
+    independent checker. Prints the best solution and who found it, the best bound for
+    every ring order (the instance's own problem) and for the TotientPerms ring orders, each
+    with its source, and the certified gap in each scope; stops early once the gap of every
+    ring order is closed (status optimal)."""
+    from ..bench.portfolio import EXACT_MAX_N, write_best
+    from ..bench.portfolio import certify as run_portfolio
+
+    instance = load_instance(instance_path)
+    cert = run_portfolio(instance, time_limit, jobs=jobs or cores(),
+                         exact_max_n=EXACT_MAX_N if exact_max_n is None else exact_max_n,
+                         seed=seed, instance_path=instance_path)
+    if out is not None:
+        if cert.best is None:
+            raise InputError(f"--out: {out}: no solution found within {time_limit:g} s")
+        write_best(cert, out)
+    if fmt == "json":
+        click.echo(json.dumps(cert.to_json()))
+    else:
+        for line in cert.lines():
+            click.echo(line)
+        if out is not None:
+            click.echo(f"wrote {out}")
+    if cert.status == "error":
+        raise SystemExit(1)
