@@ -248,7 +248,8 @@ def evaluate_cmd(instance_path, solution_path, fmt, old_json, topology_fmt, rout
                                    "topology": tf.describe()}, indent=1))
         else:
             click.echo(f"topology {tf.describe()}")
-            click.echo("checker: OK (topology: links, port budget, rings; no routing to check"
+            checked = "links, port budget" + (", rings" if tf.rings else "")
+            click.echo(f"checker: OK (topology: {checked}; no routing to check"
                        + (")" if routing else "; --routing approx|lp routes it)"))
         if routing is not None:
             _reroute(instance, tf.topology, tf.rings, None, routing, epsilon, time_limit, out,
