@@ -12,7 +12,13 @@ methods on ``circulant`` all-to-all, route methods on the TopologyFinder topolog
 (``alloc-milp`` on ``circulant/uniform-n64-d4.json``, restarted when it ends), the load of
 the issue. The machine's load average is printed per row (other users count too).
 
+``--baseline SRC`` also times every case with the package at ``SRC`` (e.g. an older
+checkout made with ``git archive COMMIT topoopt_milp | tar -x -C SRC``), right after the
+current one, under the same load: the peer of the comparison.
+
     python benchmarks/bench_time_limits.py --limit 10 --sizes 16 32 64 128
+    python benchmarks/bench_time_limits.py --limit 45 --sizes --methods alloc-milp \
+        --baseline /tmp/old   # the issue's case, load scaled into the limit
 """
 
 from __future__ import annotations
@@ -63,15 +69,17 @@ def fixed(path: Path, tmp: Path) -> Path:
     return out
 
 
-def run(method: str, path: Path, limit: float, tmp: Path) -> dict:
-    """One ``solve`` process: wall time start to exit, peak RSS, exit code, status."""
+def run(method: str, path: Path, limit: float, tmp: Path, source: str | None = None) -> dict:
+    """One ``solve`` process (of the package at ``source``, default this checkout): wall time
+    start to exit, peak RSS, exit code, status."""
+    env = {**os.environ, "PYTHONPATH": source or str(ROOT)}
     sol = tmp / "sol.json"
     sol.unlink(missing_ok=True)
     load = os.getloadavg()[0]
     with open(tmp / "out.txt", "w+") as fo, open(tmp / "err.txt", "w+") as fe:
         t0 = time.perf_counter()
         proc = subprocess.Popen([*CLI, "solve", str(path), "-m", method, "--time-limit",
-                                 str(limit), "--out", str(sol)], stdout=fo, stderr=fe)
+                                 str(limit), "--out", str(sol)], stdout=fo, stderr=fe, env=env)
         timer = threading.Timer(max(10 * limit, limit + 600), proc.kill)
         timer.start()
         _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak memory
@@ -126,13 +134,15 @@ class Beside:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=float, default=10.0)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[16, 32, 64, 128])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[16, 32, 64, 128])
     ap.add_argument("--degree", type=int, default=4)
     ap.add_argument("--methods", nargs="+", default=list(EXACT))
     ap.add_argument("--extra", nargs="*", default=["circulant/uniform-n64-d4.json"],
                     help="Library instances (relative to instances/) timed with every "
                          "alloc and joint method too.")
     ap.add_argument("--no-beside", action="store_true", help="No second solve beside.")
+    ap.add_argument("--baseline", default=None,
+                    help="Also time every case with the package at this folder (a peer).")
     args = ap.parse_args()
     allow = allowance(args.limit)
     print(f"machine: {os.cpu_count()} cpus (shared), load {os.getloadavg()[0]:.2f}; limit "
@@ -167,6 +177,15 @@ def main() -> None:
                 print(f"| {method} | {path.stem} | {r['status']} | {r['process_s']:.1f} | {ok} | "
                       f"{'-' if own is None else f'{own:.1f}'} | {r['load']:.1f} | "
                       f"{r['maxrss_mb']:.0f} | {r.get('message', '')[:70]} |", flush=True)
+                if args.baseline:
+                    b = run(method, path, args.limit, tmp, args.baseline)
+                    ok = "refused up front" if b["status"] == "refused" else (
+                        "yes" if b["process_s"] <= allow else "NO")
+                    own = b.get("runtime_s")
+                    print(f"| (baseline) {method} | {path.stem} | {b['status']} | "
+                          f"{b['process_s']:.1f} | {ok} | {'-' if own is None else f'{own:.1f}'} "
+                          f"| {b['load']:.1f} | {b['maxrss_mb']:.0f} | "
+                          f"{b.get('message', '')[:70]} |", flush=True)
         finally:
             if ctx is not None:
                 ctx.__exit__(None, None, None)

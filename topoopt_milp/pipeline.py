@@ -20,6 +20,7 @@ the solve (started by the caller, e.g. at the start of a ``topoopt-milp`` proces
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from . import registry
@@ -73,19 +74,23 @@ def solve_checked(instance: Instance, method: str, options: SolveOptions | None 
                                                      with_reserve(instance, options)))
 
 
-# Seconds per routed commodity and per node pair (load 1) of evaluating, checking and writing
-# a solution, measured at n = 64 (4032 commodities: ~0.2 s): the reserve kept for them.
-CERTIFY_S = 0.1
-CERTIFY_S_PER_COMMODITY = 5e-5
-CERTIFY_S_PER_PAIR = 1e-7
+# Seconds per hop of the routing (load 1) of what follows a solver that stops at the
+# deadline: the method's fallback routing, evaluating, checking and writing the solution;
+# measured 7-10 us per hop at n = 16..128 (bench_time_limits.py, route-milp out of time).
+CERTIFY_S = 0.2
+CERTIFY_S_PER_HOP = 1e-5
 
 
 def certify_reserve(instance: Instance) -> float:
-    """Estimated seconds of steps 2-4 and of writing the solution file for ``instance``,
-    scaled by the machine's load (:func:`~topoopt_milp.core.deadline.load_factor`)."""
+    """Estimated seconds of steps 2-4, writing the solution file and a fallback routing for
+    ``instance``, scaled by the machine's load (:func:`~topoopt_milp.core.deadline.load_factor`).
+
+    The routing is not known before the solve; its hops are estimated as twice the Moore
+    bound on the mean distance, ``ln n / ln(d - 1)``, per commodity (measured: 6.4 hops at
+    n = 64, 8.8 at n = 128, d = 4, against estimates of 7.6 and 8.8)."""
     commodities = traffic_counts(instance).commodities
-    return (CERTIFY_S + CERTIFY_S_PER_COMMODITY * commodities
-            + CERTIFY_S_PER_PAIR * instance.n ** 2) * load_factor()
+    hops = 2.0 * max(1.0, math.log(max(instance.n, 2)) / math.log(max(instance.degree - 1, 2)))
+    return (CERTIFY_S + CERTIFY_S_PER_HOP * commodities * hops) * load_factor()
 
 
 def with_reserve(instance: Instance, options: SolveOptions) -> SolveOptions:

@@ -40,6 +40,8 @@ def check_writable(path: str | os.PathLike, what: str = "--out") -> Path:
     text = os.fspath(path)
     if not text.strip():
         raise OutputError(f"{what}: the file name is empty")
+    if "\0" in text:
+        raise OutputError(f"{what}: {text!r}: a file name cannot contain a NUL character")
     p = Path(text)
     try:
         return _checked(p, text, what)
@@ -48,6 +50,8 @@ def check_writable(path: str | os.PathLike, what: str = "--out") -> Path:
 
 
 def _checked(p: Path, text: str, what: str) -> Path:
+    if text.endswith(("/", os.sep)):
+        raise OutputError(f"{what}: {text}: names a folder (it ends with a slash), not a file")
     for part in p.parts:  # every component, the folders' too (before any stat fails on them)
         if len(os.fsencode(part)) > 255 and part != p.name:
             raise OutputError(f"{what}: {text}: a folder name is {len(os.fsencode(part))} bytes "
@@ -82,6 +86,8 @@ def check_folder(path: str | os.PathLike, what: str = "--out") -> Path:
     text = os.fspath(path)
     if not text.strip():
         raise OutputError(f"{what}: the folder name is empty")
+    if "\0" in text:
+        raise OutputError(f"{what}: {text!r}: a folder name cannot contain a NUL character")
     p = Path(text)
     if os.path.exists(text) and not os.path.isdir(text):  # os.path: False on a failing stat
         raise OutputError(f"{what}: {text}: is a file, not a folder")
@@ -104,16 +110,17 @@ def write_bytes(path: str | os.PathLike, data: bytes, what: str = "--out") -> Pa
     """Write ``data`` to ``path``. On failure, an :class:`OutputError` naming the file and
     the reason; the data is saved to a temporary file first and the message says where."""
     name = os.fspath(path)
-    existed = os.path.lexists(name) if name else False
+    existed = os.path.lexists(name) if name and "\0" not in name else False
     try:
-        if not name.strip():
-            raise OSError(0, "the file name is empty")
+        if not name.strip() or "\0" in name:
+            raise OSError(0, "the file name is empty" if not name.strip() else
+                          "a file name cannot contain a NUL character")
         with open(name, "wb") as fh:
             fh.write(data)
         return Path(name)
     except OSError as exc:
         reason = _why(exc)
-    if not existed and name and os.path.isfile(name):
+    if not existed and name and "\0" not in name and os.path.isfile(name):
         with contextlib.suppress(OSError):  # the partial file of a failed write is no output
             os.remove(name)
     raise OutputError(f"{what}: cannot write {name or repr(name)} ({reason}); "

@@ -172,6 +172,8 @@ def parse_strategy(spec: str, model: Model, n: int, gpus_per_server: int = 4) ->
             pp = int(val)
         else:
             tp = int(val)
+    if pp < 1:
+        raise InputError(f"strategy: pp={pp}: a pipeline needs at least 1 stage")
     if tp < 1 or gpus_per_server % tp:
         raise InputError(f"strategy: tp={tp} must divide the {gpus_per_server} GPUs per server")
     return pipeline(model, n, pp, tp) if pp > 1 else data_parallel(model, n, tp)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.instance import AllReduceGroup, Instance
+from ..core.instance import MAX_N, AllReduceGroup, Instance
 from .compute import GPU, GPUS, ComputeModel
 from .strategy import Strategy
 from .zoo import Model
@@ -78,6 +78,8 @@ class Workload:
     def __post_init__(self) -> None:
         if self.n < 2:
             raise InputError(f"n: need at least 2 servers, got {self.n}")
+        if self.n > MAX_N:  # refused before the n x n traffic arrays are allocated
+            raise InputError(f"n: at most {MAX_N} servers, got {self.n}")
         if self.gpus_per_server < 1:  # it multiplies every shard's batch: 0 GPUs compute nothing
             raise InputError(f"gpus_per_server: must be at least 1, got {self.gpus_per_server}")
         if self.dtype_bytes < 1:

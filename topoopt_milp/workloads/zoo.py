@@ -320,6 +320,8 @@ def get_model(name: str, batch_per_gpu: int | None = None) -> Model:
     """A zoo model by name (``dlrm``, ``candle``, ``bert``, ``bert-large``, ``ncf``,
     ``resnet50``, ``vgg16``, ``gpt3-<size>``), optionally with another per-GPU batch."""
     key = name.lower()
+    if batch_per_gpu is not None and batch_per_gpu < 1:  # a batch scales activations and FLOPs
+        raise InputError(f"batch: the per-GPU batch must be at least 1, got {batch_per_gpu}")
     kwargs = {} if batch_per_gpu is None else {"batch_per_gpu": int(batch_per_gpu)}
     m = re.fullmatch(r"gpt3-(.+)", key)
     if m:

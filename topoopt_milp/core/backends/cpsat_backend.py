@@ -67,6 +67,9 @@ def solve_cpsat(
         if not options.export.endswith((".pb", ".txt", ".pbtxt")):
             raise ParamError(f"export: CP-SAT models export to .pb or .txt, not {options.export!r}")
         model.ExportToFile(options.export)
+    # a limit spent by the start-up and the model building: the method returns its warm start
+    # (result_step.out_of_time) instead of a search of 5 ms that cannot find more
+    options.check_deadline()
     sp = options.solver
     solver = cp_model.CpSolver()
     p = solver.parameters

@@ -500,7 +500,9 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     P = problem_of(instance, cap)
     limit = options.time_left()
     limit = 60.0 if limit is None else limit
+    options.check_deadline()  # the preparation is not interruptible: stop between its steps
     warm = warm_results(instance, options, cap)
+    options.check_deadline()
     # the cheap bounds of the same scope (TotientPerms orders, any topology) start the bound
     lb = max(bounds.port_hop_bound(instance, "totient"), bounds.cut_bound(instance, "totient"))
     upper = P.sec_per_unit / lb if lb > 0 else 1.0

@@ -415,9 +415,10 @@ def link_vars_cpsat(m: cp_model.CpModel, n: int, d: int, regular: bool, cap: int
     return x, z
 
 
-def path_loads_cpsat(m, n, x, z, items, cap, splits: int = 1):
+def path_loads_cpsat(m, n, x, z, items, cap, splits: int = 1, tick=None):
     """Path choice for ``items = [(key, units, paths, active)]`` (``active`` a literal or
-    ``None`` = always routed); returns ``(choice, U, divisor)``.
+    ``None`` = always routed); returns ``(choice, U, divisor)``. ``tick()`` is called every
+    256 commodities and links (the deadline check).
 
     Each commodity is cut into ``splits`` equal pieces and every piece takes one candidate
     path: integer counts ``c_k`` with ``sum_k c_k = splits`` (times ``active``), and a path
@@ -432,7 +433,9 @@ def path_loads_cpsat(m, n, x, z, items, cap, splits: int = 1):
     U = m.NewIntVar(0, max(total, 1), "U")
     load: dict[tuple[int, int], list] = defaultdict(list)
     choice = {}
-    for key, units, paths, active in items:
+    for k_item, (key, units, paths, active) in enumerate(items):
+        if tick is not None and k_item % 256 == 0:
+            tick()
         if P == 1:
             cs = [m.NewBoolVar(f"b_{key}_{k}") for k in range(len(paths))]
             used = cs
@@ -453,7 +456,9 @@ def path_loads_cpsat(m, n, x, z, items, cap, splits: int = 1):
                 if units:
                     load[u, v].append(int(units) * c)
         choice[key] = cs
-    for (u, v), terms in load.items():
+    for k_link, ((u, v), terms) in enumerate(load.items()):
+        if tick is not None and k_link % 256 == 0:
+            tick()
         expr = sum(terms)
         m.Add(expr == 0).OnlyEnforceIf(z[u, v][0])
         for c in range(1, cap + 1):
@@ -476,7 +481,7 @@ def solve_link_paths_cpsat(method, m, x, z, items, cap, instance, options, fallb
     :class:`SolveResult` (the warm start, or a failure) when CP-SAT found no solution."""
     n = instance.n
     splits = options.method.cpsat_splits
-    choice, _, divisor = path_loads_cpsat(m, n, x, z, items, cap, splits)
+    choice, _, divisor = path_loads_cpsat(m, n, x, z, items, cap, splits, options.check_deadline)
     warm = warm_topology(instance, options, cap)
     hint = None
     if warm is not None:
