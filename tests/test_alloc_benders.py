@@ -95,17 +95,19 @@ def test_agrees_with_alloc_milp_n8(make):
     assert res.objective == pytest.approx(ref.objective, rel=1e-5)
 
 
-def regular_multigraphs(n: int, d: int):
-    """Every symmetric integer matrix with zero diagonal and row sums ``d`` (brute force)."""
+def regular_multigraphs(n: int, d: int, regular: bool = True, cap: int | None = None):
+    """Every symmetric integer matrix with zero diagonal, row sums ``d`` (``<= d`` when not
+    ``regular``) and entries ``<= cap`` (brute force)."""
     pairs = list(itertools.combinations(range(n), 2))
+    cap = d if cap is None else cap
 
     def rec(k, L, deg):
         if k == len(pairs):
-            if (deg == d).all():
+            if not regular or (deg == d).all():
                 yield L.copy()
             return
         i, j = pairs[k]
-        for c in range(min(d - deg[i], d - deg[j]) + 1):
+        for c in range(min(d - deg[i], d - deg[j], cap) + 1):
             L[i, j] = L[j, i] = c
             deg[i] += c
             deg[j] += c
@@ -180,3 +182,108 @@ def test_out_of_time_returns_the_warm_start_with_its_routing():
     assert res.status is Status.FEASIBLE and res.method == "alloc-benders"
     assert res.objective == pytest.approx(tf.objective, rel=1e-9)
     assert res.bound is not None and res.bound <= res.objective
+
+
+# -- issue 20: disconnected but routable topologies (an infinite metric) -----------------------
+def blocks(n, d, size, seed=0, regular=True, ring=False):
+    """Random MP inside blocks of ``size`` consecutive nodes (none between blocks), and a ring
+    group per block when ``ring``: an optimum may be disconnected."""
+    rng = np.random.default_rng(seed)
+    groups = [range(b, min(b + size, n)) for b in range(0, n, size)]
+    mp = [(i, j, float(rng.uniform(1e7, 1e8))) for g in groups for i in g for j in g if i != j]
+    ar = [(g, 2e8) for g in groups if len(g) > 2] if ring else []
+    return make_instance(n, d, 100.0, mp=mp, allreduce=ar, regular=regular)
+
+
+def brute_force_lambda(inst, cap=None) -> tuple[float, float]:
+    """The best ``lambda_max`` over every topology of the port budget: every d-regular
+    multigraph, or (not regular) every maximal one with degrees <= d -- adding a link never
+    lowers ``lambda_max`` (more capacity), and a graph is maximal iff at most one node has a
+    free port (two such nodes could be linked). Returns seconds per unit and the best."""
+    P = alloc_benders.problem_of(inst, cap)
+    B = P.demand_basis()
+    graphs = regular_multigraphs(inst.n, inst.degree, inst.regular, cap)
+    if not inst.regular:
+        graphs = (L for L in graphs if (L.sum(axis=1) < inst.degree).sum() <= 1)
+    return P.sec_per_unit, max(alloc_benders.max_lambda(P, L, B).lam for L in graphs)
+
+
+def assert_agrees_with_brute_force(inst):
+    sec, best = brute_force_lambda(inst)
+    ref = registry.solve(inst, "alloc-milp", time_limit=60, **CHOOSE)
+    res = checked(inst, registry.solve(inst, "alloc-benders", time_limit=60))
+    assert ref.status is res.status is Status.OPTIMAL, res.message
+    assert res.objective == pytest.approx(sec / best, rel=1e-5)
+    assert ref.objective == pytest.approx(sec / best, rel=1e-5)
+    assert res.bound <= sec / best * (1 + 1e-5)
+    return res
+
+
+@pytest.mark.parametrize("make", [
+    lambda: blocks(6, 2, 3, seed=0),  # two triangles: the optimum is disconnected
+    lambda: blocks(6, 2, 3, seed=1, ring=True),
+    lambda: blocks(6, 2, 3, seed=2, regular=False),
+    lambda: make_instance(6, 2, 100.0, mp=[(0, 1, 1e8), (1, 2, 1e8), (2, 0, 1e8), (3, 4, 5e7)],
+                          regular=False),  # node 5 has no traffic: left isolated
+], ids=["blocks", "blocks-rings", "blocks-irregular", "isolated-irregular"])
+def test_disconnected_but_routable_optima_match_brute_force(make):
+    assert_agrees_with_brute_force(make())
+
+
+def test_metric_cut_of_a_disconnected_routable_topology():
+    """Two components, no demand between them: the closure is infinite across them and the
+    cut used to filter out every coefficient (traceback). The completed metric gives a cut
+    that is finite, tight at ``lambda_max`` and violated above it."""
+    inst = make_instance(8, 3, 100.0, mp=[(0, 1, 1e8), (1, 2, 1e8), (2, 0, 1e8)],
+                         regular=False)
+    P = alloc_benders.problem_of(inst)
+    B = P.demand_basis()
+    lay = benders_master.Layout(P.n, P.num_tau)
+    L = np.zeros((8, 8), dtype=np.int64)
+    for i, j in [(0, 1), (1, 2), (2, 0), (3, 4)]:
+        L[i, j] = L[j, i] = 1
+    ev = alloc_benders.max_lambda(P, L, B)
+    assert not np.isfinite(ev.dist).all()
+    ell = benders_master.complete_metric(ev.dist)
+    assert np.isfinite(ell).all()
+    for a, b, c in itertools.permutations(range(8), 3):
+        assert ell[a, c] <= ell[a, b] + ell[b, c] + 1e-12
+    finite = np.isfinite(ev.dist)
+    assert np.allclose(ell[finite], ev.dist[finite])  # unchanged within the components
+    idx, val = benders_master.metric_cut(P, lay, B, ev.dist)
+    assert np.isfinite(val).all() and len(idx) > 0
+    at = float(val @ benders_master.master_point(P, lay, B, L, ev.lam, ev.tau)[idx])
+    above = float(val @ benders_master.master_point(P, lay, B, L, ev.lam * 1.2,
+                                                    ev.tau * 1.2)[idx])
+    assert abs(at) < 1e-6 and above < -1e-3
+
+
+def test_irregular_n8_d3_and_two_blocks_n8_d4_agree_with_alloc_milp():
+    """The issue's cases: n = 8, d = 3, ``regular: false`` (an empty metric cut), and two
+    blocks of 4 at d = 4 (a disconnected master proposal); both crashed with a traceback."""
+    for inst in (make_instance(8, 3, 100.0, mp=[(0, 1, 1e8), (1, 2, 1e8), (2, 0, 1e8)],
+                               regular=False),
+                 blocks(8, 4, 4, seed=3, ring=True)):
+        ref = registry.solve(inst, "alloc-milp", time_limit=60, **CHOOSE)
+        res = checked(inst, registry.solve(inst, "alloc-benders", time_limit=60))
+        assert ref.status is res.status is Status.OPTIMAL, res.message
+        assert res.objective == pytest.approx(ref.objective, rel=1e-5)
+
+
+def test_lower_bounds_master_time_on_disconnected_proposals():
+    inst = make_instance(8, 3, 100.0, mp=[(0, 1, 1e8), (1, 2, 1e8), (2, 0, 1e8)],
+                         regular=False)
+    res = registry.solve(inst, "lower-bounds", master_time=5)
+    opt = registry.solve(inst, "alloc-milp", time_limit=60, **CHOOSE)
+    assert "benders_master" in res.info["bounds_s"]
+    assert res.bound <= opt.objective * (1 + 1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make", [
+    lambda: blocks(8, 2, 4, seed=4),  # 6202 2-regular multigraphs on 8 nodes
+    lambda: blocks(7, 2, 4, seed=5, regular=False),  # 1732 maximal ones with degrees <= 2
+    lambda: blocks(6, 3, 3, seed=6, ring=True),  # 760 3-regular multigraphs on 6 nodes
+], ids=["n8-d2-blocks", "n7-d2-irregular", "n6-d3-blocks-rings"])
+def test_brute_force_every_multigraph_slow(make):
+    assert_agrees_with_brute_force(make())

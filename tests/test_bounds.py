@@ -112,3 +112,24 @@ def test_master_bound_is_valid():
     assert opt.status is Status.OPTIMAL
     lb = alloc_benders.master_bound(inst, time_limit=5)
     assert ideal_switch_time(inst) * (1 - 1e-9) <= lb <= opt.objective * (1 + 1e-5)
+
+
+# -- issue 20: lower-bounds keeps its time limit ---------------------------------------------
+def test_lower_bounds_skips_what_does_not_fit_the_time_limit(monkeypatch):
+    """A bound that would run 60 s (simulated) is ended in its child process at the time
+    limit and reported as skipped; the bounds that ran agree with the in-process ones."""
+    import time as _time
+
+    from topoopt_milp.methods import lower_bounds
+
+    inst = mixed(8, 4, 2, 0.35)
+    plain = registry.solve(inst, "lower-bounds")
+    assert "skipped" not in plain.info
+    monkeypatch.setitem(lower_bounds.BOUNDS, "slow", (lambda i: _time.sleep(60) or 1.0, "any"))
+    t0 = _time.perf_counter()
+    res = registry.solve(inst, "lower-bounds", time_limit=3)
+    assert _time.perf_counter() - t0 < 6
+    assert res.info["skipped"] == ["slow"] and "skipped (time limit): slow" in res.message
+    for name, value in res.info["bounds_s"].items():
+        assert value == pytest.approx(plain.info["bounds_s"][name], rel=1e-12)
+    assert res.bound == pytest.approx(plain.bound, rel=1e-12)

@@ -12,7 +12,7 @@ from topoopt_milp import registry
 from topoopt_milp.core import sizes
 from topoopt_milp.core.backends import pulp_backend
 from topoopt_milp.core.sizes import SizeError
-from topoopt_milp.methods.formulations import alloc, joint, route, select_flow
+from topoopt_milp.methods.formulations import alloc, joint, route_lp, select_flow
 from topoopt_milp.workloads import generators
 
 
@@ -44,8 +44,8 @@ CASES = [  # method, module whose solver call builds the model, its name, nonzer
     ("joint-milp", joint, "solve_pulp", _pulp_nnz, {}),
     ("select-milp", select_flow, "solve_pulp", _pulp_nnz, {}),
     ("alloc-cpsat", alloc, "_run_cpsat", _cpsat_nnz, {}),
-    ("route-milp", route, "solve_model", lambda m: m.A.nnz, {"formulation": "source"}),
-    ("route-milp", route, "solve_model", lambda m: m.A.nnz, {"formulation": "per-pair"}),
+    ("route-milp", route_lp, "solve_model", lambda m: m.A.nnz, {"formulation": "source"}),
+    ("route-milp", route_lp, "solve_model", lambda m: m.A.nnz, {"formulation": "per-pair"}),
 ]
 
 

@@ -122,20 +122,41 @@ def traffic_counts(instance: Instance) -> TrafficCounts:
     n = instance.n
     mp = np.array([(s, t) for s, t, b in instance.mp if b > 0], dtype=np.int64).reshape(-1, 2)
     senders = [mp[:, 0]]
-    pairs, free = [mp[:, 0] * n + mp[:, 1]], [mp[:, 0] * n + mp[:, 1]]
+    pairs = [mp[:, 0] * n + mp[:, 1]]
     comms = len(mp)
-    for g in instance.allreduce:
-        if g.bytes <= 0:
-            continue
-        ms = np.array(sorted(g.members), dtype=np.int64)
+    groups = [np.array(sorted(g.members), dtype=np.int64) for g in instance.allreduce
+              if g.bytes > 0]
+    for ms in groups:
         nxt = np.roll(ms, -1)
         senders.append(ms)
         pairs += [ms * n + nxt, nxt * n + ms]
-        a, b = np.meshgrid(ms, ms)
-        free.append((a * n + b)[a != b])
         comms += 2 * len(ms)
     return TrafficCounts(len(np.unique(np.concatenate(senders))), len(np.unique(np.concatenate(pairs))),
-                    len(np.unique(np.concatenate(free))), comms)
+                         _free_pairs(n, mp, groups), comms)
+
+
+def _free_pairs(n: int, mp: np.ndarray, groups: list[np.ndarray]) -> int:
+    """Ordered pairs inside some group, or with MP demand. Disjoint groups (the usual case)
+    are counted arithmetically, ``sum k (k - 1)`` plus the MP pairs outside every group: the
+    list of every pair took 25 s at n = 2000 with two groups of 1000 (4e6 pairs to unique),
+    inside the memory check that runs before each method, i.e. inside its time limit."""
+    label = np.full(n, -1, dtype=np.int64)
+    disjoint = True
+    for k, ms in enumerate(groups):
+        if (label[ms] >= 0).any():
+            disjoint = False
+            break
+        label[ms] = k
+    codes = np.unique(mp[:, 0] * n + mp[:, 1])
+    if disjoint:
+        s, t = codes // n, codes % n
+        outside = int(((label[s] < 0) | (label[s] != label[t])).sum())
+        return sum(len(ms) * (len(ms) - 1) for ms in groups) + outside
+    free = [codes]
+    for ms in groups:
+        a, b = np.meshgrid(ms, ms)
+        free.append((a * n + b)[a != b])
+    return len(np.unique(np.concatenate(free)))
 
 
 def dense_estimate(instance: Instance) -> Estimate:

@@ -353,7 +353,10 @@ def benders(P: Problem, time_limit: float = 60.0, mip_gap: float = 1e-6, threads
                 val = [1.0] * len(xs) + [-c for c in cross]
                 h.addRow(0.0, INF, len(idx), np.array(idx, np.int32), np.array(val))
         else:
-            idx, val = metric_cut(P, lay, B, ev.dist)
+            cut = metric_cut(P, lay, B, ev.dist)
+            if cut is None:  # trivial: nothing to add (LP duality: never when violated)
+                return
+            idx, val = cut
             h.addRow(0.0, INF, len(idx), idx.astype(np.int32), val)
         state["cuts"] += 1
 

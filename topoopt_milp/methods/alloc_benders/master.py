@@ -146,16 +146,45 @@ def _demand_terms(lay: Layout, B: np.ndarray, s: int, t: int, scale: float = 1.0
     return idx, val
 
 
+def complete_metric(ell: np.ndarray) -> np.ndarray:
+    """A finite metric on all ordered pairs from a closure ``ell`` that may be infinite
+    between the components of a disconnected (but routable) topology.
+
+    (MI) holds for every length ``mu >= 0`` on the arcs of the *complete* digraph, not only
+    on the topology's arcs. Give every pair at infinite distance the length ``M`` (the
+    largest finite distance, 1 when there is none) and close it under shortest paths again:
+    a valid cut. Within a component nothing changes (a detour through another component takes
+    two arcs of length ``M`` at least, never shorter than a finite distance), no demand
+    crosses the components, and the pairs across them carry no link of the topology, so at
+    the topology the cut's value, and so its violation, is the same as with ``ell``."""
+    ell = np.asarray(ell, dtype=float)
+    finite = np.isfinite(ell)
+    if finite.all():
+        return ell
+    M = float(ell[finite].max(initial=0.0)) or 1.0
+    W = np.where(finite, ell, M)
+    for k in range(len(W)):  # Floyd-Warshall (scipy's dense input would drop zero lengths)
+        W = np.minimum(W, W[:, k:k + 1] + W[k:k + 1, :])
+    return W
+
+
 def metric_cut(P: Problem, lay: Layout, B: np.ndarray, ell: np.ndarray):
-    """(MI) for the metric ``ell`` as ``(idx, val)`` of ``cut >= 0``, scaled to max |coef| 1."""
+    """(MI) for the metric ``ell`` as ``(idx, val)`` of ``cut >= 0``, scaled to max |coef| 1;
+    infinite distances (a disconnected topology) are completed by :func:`complete_metric`
+    (they made every coefficient ``inf`` or ``nan``, and the cut empty). ``None`` when every
+    coefficient is zero (a trivial cut, ``0 >= 0``)."""
+    ell = complete_metric(ell)
     coef = np.zeros(lay.ncol)
     for p, (i, j) in enumerate(lay.pairs):
         coef[lay.x(p)] = ell[i, j] + ell[j, i]
     coef[lay.lam] = -float((B[0] * ell).sum())
     for j in range(P.num_tau):
         coef[lay.tau0 + j] = -float((B[1 + j] * ell).sum())
-    nz = np.flatnonzero(np.abs(coef) > 1e-12 * np.abs(coef).max())
-    return nz, coef[nz] / np.abs(coef[nz]).max()
+    top = float(np.abs(coef).max())
+    if top <= 0:
+        return None
+    nz = np.flatnonzero(np.abs(coef) > 1e-12 * top)
+    return nz, coef[nz] / top
 
 
 def beyond_two_hops(P: Problem) -> float:
