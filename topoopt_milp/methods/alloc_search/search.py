@@ -107,7 +107,7 @@ class AllocSearchParams(BestStartParams):
     hop_penalty: float = knob(1e-4, "alloc-search: cost per unit of flow per hop in the "
                                     "search LPs (prefers short routes).", minimum=0)
     polish: bool = knob(True, "alloc-search: re-route the best topology without the hop "
-                              "penalty at the end.")
+                              "penalty, at HiGHS' default tolerance, at the end.")
     descent_share: float = knob(0.15, "alloc-search: share of the time limit for the "
                                       "hop-volume descent of the best start (0: none).",
                                 minimum=0, maximum=1.0)
@@ -165,7 +165,7 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     t0 = time.perf_counter()
     n = instance.n
     cap = instance.degree if p.max_multiplicity is None else int(p.max_multiplicity)
-    lp = lp_options(options)
+    lp, exact = lp_options(options), lp_options(options, None)  # moves; starts and polish
     traj: list[Step] = []
     last = [0.0]
 
@@ -178,9 +178,9 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     def room() -> bool:
         return left() is None or left() > last[0]
 
-    def routed(L: np.ndarray, penalty: float) -> tuple[Solution | None, str]:
+    def routed(L: np.ndarray, penalty: float, opts: SolveOptions = lp) -> tuple[Solution | None, str]:
         t = time.perf_counter()
-        sol, why = reroute(instance, Topology(L), p.rings, lp, penalty, left())
+        sol, why = reroute(instance, Topology(L), p.rings, opts, penalty, left())
         last[0] = time.perf_counter() - t
         return sol, why
 
@@ -200,10 +200,10 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
                 instance, L, c.own.routing.rings)))
         traj.append(Step(0, f"descent:{count}", None if own is None else own.objective,
                          own is not None, elapsed()))
-    cands = route_candidates(instance, cands, p.rings, lp, budget)
+    cands = route_candidates(instance, cands, p.rings, exact, budget)  # see starts.portfolio
     ws = options.warm_start
     if ws is not None and ws.topology is not None and ws.topology.n == n:
-        sol, why = routed(np.asarray(ws.topology.links), 0.0)
+        sol, why = routed(np.asarray(ws.topology.links), 0.0, exact)
         traj.append(Step(0, f"start:warm:{ws.method}", None if sol is None else sol.objective_s,
                          sol is not None, elapsed(), why))
         if sol is not None:
@@ -298,8 +298,9 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
         banned.clear()
         if current.objective_s < best.objective_s:
             best = current
-    if p.polish and p.hop_penalty > 0 and best.prices is not None and room():
-        sol, why = routed(best.topology.links, 0.0)
+    from_start = any(best is c.routed for c in cands)  # starts are routed exactly already
+    if p.polish and not from_start and best.prices is not None and room():
+        sol, why = routed(best.topology.links, 0.0, exact)
         ok = sol is not None and sol.objective_s < best.objective_s
         traj.append(Step(it, "polish", None if sol is None else sol.objective_s, ok, elapsed(),
                          why))
