@@ -180,7 +180,9 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
 
     def routed(L: np.ndarray, penalty: float, opts: SolveOptions = lp) -> tuple[Solution | None, str]:
         t = time.perf_counter()
-        sol, why = reroute(instance, Topology(L), p.rings, opts, penalty, left())
+        rem = left()  # 0.9: model building, decomposition and check follow the LP
+        sol, why = reroute(instance, Topology(L), p.rings, opts, penalty,
+                           None if rem is None else 0.9 * rem)
         last[0] = time.perf_counter() - t
         return sol, why
 
@@ -200,7 +202,8 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
                 instance, L, c.own.routing.rings)))
         traj.append(Step(0, f"descent:{count}", None if own is None else own.objective,
                          own is not None, elapsed()))
-    cands = route_candidates(instance, cands, p.rings, exact, budget)  # see starts.portfolio
+    cands = route_candidates(instance, cands, p.rings, exact, budget,  # see starts.portfolio
+                             None if time_limit is None else t0 + time_limit)
     ws = options.warm_start
     if ws is not None and ws.topology is not None and ws.topology.n == n:
         sol, why = routed(np.asarray(ws.topology.links), 0.0, exact)

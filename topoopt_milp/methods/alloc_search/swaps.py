@@ -133,12 +133,17 @@ def candidates(links: np.ndarray, g: Guide, cap: int, k_add: int,
     return out
 
 
-def scored(links: np.ndarray, demand: np.ndarray, H: float, cands, pool: int
-           ) -> list[tuple[float, float, Swap]]:
+def scored(links: np.ndarray, demand: np.ndarray, H: float, cands, pool: int,
+           deadline: float | None = None) -> list[tuple[float, float, Swap]]:
     """The ``pool`` best candidates with their hop change: ``(key, H_after, swap)`` with
-    ``key = estimate - Delta H / H`` (disconnecting swaps dropped), best first."""
+    ``key = estimate - Delta H / H`` (disconnecting swaps dropped), best first; candidates
+    left when ``deadline`` (``time.perf_counter()``) passes are not scored."""
+    import time
+
     out = []
     for est, s in cands[:pool]:
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         Hs = hop_volume(apply(links, s), demand)
         if not np.isfinite(Hs):
             continue
@@ -179,14 +184,14 @@ def descend(links: np.ndarray, demand: np.ndarray, cap: int, seconds: float, k_a
     search whose route LPs are expensive. Returns the links and the number of swaps."""
     import time
 
-    t0 = time.perf_counter()
+    end = time.perf_counter() + seconds
     L, count = links.copy(), 0
     H = hop_volume(L, demand)
     zeros = np.zeros_like(demand)
-    while time.perf_counter() - t0 < seconds:
+    while time.perf_counter() < end:
         g = guide(L, demand, zeros, None, None)
         g = Guide(g.add, np.where(L > 0, 0.0, np.inf), g.demand)
-        best = scored(L, demand, H, candidates(L, g, cap, k_add), pool)
+        best = scored(L, demand, H, candidates(L, g, cap, k_add), pool, end)
         best = [b for b in best if b[1] < H * (1 - 1e-12)]
         if not best:
             break
