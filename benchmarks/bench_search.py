@@ -80,10 +80,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=120.0)
     ap.add_argument("--only", default="", help="comma-separated name fragments")
+    ap.add_argument("--pattern", default="*n128-d4*", help="coopt instance file pattern")
+    ap.add_argument("--no-uniform", action="store_true", help="leave out uniform n = 128, d = 8")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
-    insts = [Instance.load(p) for p in sorted(glob.glob(str(ROOT / "instances/coopt/*n128-d4*")))]
-    insts.append(uniform(128, 8))
+    insts = [Instance.load(p) for p in sorted(glob.glob(str(ROOT / "instances/coopt" / a.pattern)))]
+    if not a.no_uniform:
+        insts.append(uniform(128, 8))
     if a.only:
         keys = a.only.split(",")
         insts = [i for i in insts if any(k in i.name for k in keys)]
