@@ -180,9 +180,9 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
 
     def routed(L: np.ndarray, penalty: float, opts: SolveOptions = lp) -> tuple[Solution | None, str]:
         t = time.perf_counter()
-        rem = left()  # 0.9: model building, decomposition and check follow the LP
+        rem = left()  # 0.75: model building, decomposition and check surround the LP
         sol, why = reroute(instance, Topology(L), p.rings, opts, penalty,
-                           None if rem is None else 0.9 * rem)
+                           None if rem is None else 0.75 * rem)
         last[0] = time.perf_counter() - t
         return sol, why
 

@@ -12,20 +12,21 @@ TotientPerms' topology with its own rings by the route LP; the re-routing here o
 routing *and* the ring split over a ring space that contains those rings (TotientPerms'
 orders are TotientPerms orders; TopologyFinder builds its AllReduce rings by TotientPerms;
 the default bidirectional ring of the other constructions is the order ``m = 1`` and its
-reverse ``m = k - 1``), so on the same topology its value is at most theirs. Both are always
-re-routed (below), so the claim holds in every run whose LPs finish.
+reverse ``m = k - 1``), so on the same topology its value is at most theirs. Both are
+re-routed (below), so the claim holds in every run whose LPs finish in time.
 
 Order and time. Without a time limit every start is re-routed. With one, re-routing stops
 once ``lp_share`` of it is spent, except for the first start, TotientPerms and
-TopologyFinder, which are always re-routed (so the guarantee above holds in every run; one
-LP at n = 128, d = 8 takes 16-80 s on the shared development machine, depending on its
-load). The first start is the one with the lowest **hop bound**
-``H(L) = sum_st D_st dist_L(s, t) / (B sum_a L_a)`` of its topology with its own rings
-(ties: its own objective), then come TotientPerms and TopologyFinder, then the rest by hop
-bound. ``H(L)`` is a lower bound on the communication time of ``L`` with those rings under
-any routing: every byte of ``D_st`` crosses at least ``dist_L(s, t)`` arcs, and all arcs
-together carry ``B sum_a L_a`` bytes per second. (On uniform all-to-all traffic the first
-start is a random expander: its hop bound is the lowest, and its re-routed objective too.)
+TopologyFinder, which are re-routed while the time left exceeds the last LP's time (so the
+guarantee above holds whenever the time limit allows three LPs; one LP at n = 128, d = 8
+takes 16-170 s on the shared development machine, depending on its load). The first start is
+the one with the lowest **hop bound** ``H(L) = sum_st D_st dist_L(s, t) / (B sum_a L_a)`` of
+its topology with its own rings (ties: its own objective), then come TotientPerms and
+TopologyFinder, then the rest by hop bound. ``H(L)`` is a lower bound on the communication
+time of ``L`` with those rings under any routing: every byte of ``D_st`` crosses at least
+``dist_L(s, t)`` arcs, and all arcs together carry ``B sum_a L_a`` bytes per second. (On
+uniform all-to-all traffic the first start is a random expander: its hop bound is the
+lowest, and its re-routed objective too.)
 """
 
 from __future__ import annotations
@@ -128,8 +129,8 @@ def route_candidates(instance: Instance, cands: Sequence[Candidate], rings: str,
                      options: SolveOptions, budget: float | None,
                      deadline: float | None = None) -> list[Candidate]:
     """Re-route the candidates in order while ``budget`` seconds last (a next one only when
-    the last LP's time is still left); the first one, TotientPerms and TopologyFinder always
-    (the guarantee of the module docstring) -- but no LP runs past ``deadline`` (a
+    the last LP's time is still left); the first one, TotientPerms and TopologyFinder beyond
+    the budget (the guarantee of the module docstring) -- but no LP runs past ``deadline`` (a
     ``time.perf_counter()`` value; an LP stopped there leaves its start un-routed)."""
     t0, last, out = time.perf_counter(), 0.0, []
     for k, c in enumerate(cands):
@@ -139,12 +140,12 @@ def route_candidates(instance: Instance, cands: Sequence[Candidate], rings: str,
             out.append(c)
             continue
         t = time.perf_counter()
-        if deadline is not None and deadline - t < 0.5:
-            out.append(c)
+        if deadline is not None and deadline - t < max(0.5, last):
+            out.append(c)  # too late for one more LP (its model building alone overruns)
             continue
-        # 0.9: the LP's model building, path decomposition and check follow its solve
+        # 0.75: the LP's model building, path decomposition and check surround its solve
         sol, why = reroute(instance, c.own.topology, rings, options,
-                           time_limit=None if deadline is None else 0.9 * (deadline - t))
+                           time_limit=None if deadline is None else 0.75 * (deadline - t))
         last = time.perf_counter() - t
         if sol is None:
             log.info("best-start: %s not re-routed: %s", c.name, why)
