@@ -84,6 +84,7 @@ from .starts import (
 log = logging.getLogger(__name__)
 
 PROGRESS = 1e-6  # relative improvement that counts as progress
+SEARCH_STARTS = "totientperms,topologyfinder,demand-greedy,expander"
 DESCENT_S = 30.0  # hop-volume descent without a time limit: at most this many seconds
 
 
@@ -92,6 +93,9 @@ class AllocSearchParams(BestStartParams):
     """alloc-search: the swap local search (and its best-start portfolio)."""
 
     max_multiplicity: int | None = max_multiplicity_knob()
+    # without totientperms-lp: at n = 128 its LP alone can take the whole time limit
+    start_methods: str = knob(SEARCH_STARTS, "alloc-search: cheap start heuristics "
+                                             "(comma-separated; expander once per seed).")
     rings: str = knob("choose", "alloc-search: ring space: choose (TotientPerms orders, free "
                                 "split: alloc-milp's) or given (the default rings, fixed).",
                       choices=RING_MODES)
@@ -188,7 +192,7 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
 
     budget = None if time_limit is None else p.lp_share * time_limit
     cands = cheap_candidates(instance, options.run_method, _names(p), p.expander_seeds,
-                             options.seed)
+                             options.seed, None if time_limit is None else t0 + time_limit)
     if cands and p.descent_share > 0:
         # the hop-volume descent of the best start by hop bound, routed first (module doc)
         seconds = DESCENT_S if time_limit is None else p.descent_share * time_limit
