@@ -194,3 +194,20 @@ def test_never_nothing_on_a_tiny_time_limit(method):
     res = checked(inst, registry.solve(inst, method, time_limit=0.01, **knobs))
     assert res.status is Status.FEASIBLE
     assert res.objective is not None and res.topology is not None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rings", ["choose", "given"])
+def test_neighbour_rows_keep_the_optimum(rings):
+    """The neighbourhood counting rows (formulations/neighbour_rows.py) are valid: with and
+    without them alloc-milp proves the same optimum (brute force is the plain MILP)."""
+    rng = np.random.default_rng(0)
+    mp = [(i, j, float(rng.uniform(1e7, 1e8))) for i in range(6) for j in range(6)
+          if i != j and rng.random() < 0.33]
+    inst = make_instance(6, 3, 100.0, mp=mp, allreduce=[(range(s, 6, 2), 4e8) for s in range(2)])
+    plain = registry.solve(inst, "alloc-milp", time_limit=60, rings=rings, auto_warm_start=False)
+    rows = checked(inst, registry.solve(inst, "alloc-milp", time_limit=60, rings=rings,
+                                        neighbour_rows=True, auto_warm_start=False))
+    assert plain.status is Status.OPTIMAL and rows.status is Status.OPTIMAL
+    assert rows.objective == pytest.approx(plain.objective, rel=1e-6)
+    assert rows.bound <= plain.objective * (1 + 1e-6)

@@ -140,11 +140,12 @@ def test_exact_method_returns_the_warm_start_when_its_incumbent_is_worse():
     assert (kept.topology.links == warm.topology.links).all()
 
 
+@pytest.mark.slow
 def test_alloc_milp_time_limited_no_worse_than_lp_heuristics():
     # issue 16: with a short limit alloc-milp used to return TopologyFinder's ring-like
     # topology (5.3x TotientPerms at n = 64); now it starts from best-start and keeps it
     inst = uniform(24, 4)
-    res = registry.solve(inst, "alloc-milp", time_limit=3)
+    res = registry.solve(inst, "alloc-milp", time_limit=10)  # room for best-start's LPs
     checked(inst, res)
     assert res.objective is not None
     for m, obj in lp_objectives(inst).items():

@@ -247,7 +247,9 @@ def no_worse_than_warm(result: SolveResult, instance: Instance, options: SolveOp
     n = 64 returned a ring, 5.3x TotientPerms). The warm start replaces the incumbent when its
     topology fits the port budget (:func:`warm_topology`; the multiplicity cap of the result's
     scope), the independent checker accepts it on *this* instance, and its recomputed
-    objective is lower by more than ``OBJ_TOL`` (relative). The result keeps its bound where
+    objective is lower by more than ``OBJ_TOL`` (relative); a result proven optimal in its
+    scope is kept (a better start then lies outside that scope, e.g. more ring orders per
+    group than ``joint-milp --rings-per-group 1`` allows). The result keeps its bound where
     its scope covers the warm solution (:func:`honest_result` drops it otherwise), and its
     status becomes ``feasible``."""
     from ..core.backends.pulp_backend import BackendOutcome
@@ -257,6 +259,8 @@ def no_worse_than_warm(result: SolveResult, instance: Instance, options: SolveOp
 
     ws = options.warm_start
     cap = None if result.scope is None else result.scope.max_multiplicity
+    if result.status is Status.OPTIMAL:
+        return result  # proven optimal in its scope: a better start lies outside it, and stays
     if ws is None or ws.routing is None or warm_topology(instance, options, cap) is None:
         return result
     topo, routing = ws.topology, ws.routing

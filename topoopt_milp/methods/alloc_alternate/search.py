@@ -494,6 +494,16 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     elif best is None and starts:
         note = (f"; every start breaks the multiplicity cap {cap} and none could be repaired "
                 "and routed")
+    elif best is not None and ws is not None and starts and starts[0].method.startswith("warm:") \
+            and starts[0].objective_s < best.objective_s * (1 - 1e-9) \
+            and any(t.kind == f"start:{starts[0].method}" and t.accepted for t in traj):
+        # the warm start's own routing (best-start: the route LP at HiGHS' default tolerance)
+        # beats every routing step (at lp_tolerance): never return worse than the start
+        s = starts[0]
+        kept, why = _checked(instance, Solution(s.topology, s.routing, tuple(s.routing.rings),
+                                                s.objective_s))
+        if kept is not None:
+            best, note = kept, f"; the warm start {s.method} with its own routing is the best"
     runtime = time.perf_counter() - t0
     if best is None:
         return SolveResult("alloc-alternate", Status.NO_SOLUTION, None, None, runtime,

@@ -13,6 +13,13 @@ e.g. alloc-alternate's result) joins the portfolio. The search never returns any
 than the best start, so it is never worse than TotientPerms or TopologyFinder with LP
 routing whenever the portfolio routed them (see :mod:`.starts`).
 
+Descent. Route LPs are expensive at n = 128 (one LP 16-80 s on the shared 2-core machine,
+depending on its load), so the search first spends ``descent_share`` of the time limit
+without any LP: degree-preserving swaps on the start with the lowest hop bound
+(:func:`.starts.hop_bound`), each the one that lowers the hop volume ``H = sum D dist`` most
+(:func:`.swaps.descend`). The result joins the portfolio as ``descent:<start>`` and is
+re-routed first; like every start, it is kept only if its exact objective is the best.
+
 Moves. Batches of the degree-preserving 2-swaps of :mod:`.swaps`, built greedily from the
 current solution's arc loads, its route LP duals and the hop volume of its demand: drop the
 links that cost least (lowest capacity price, or lowest utilisation), add links that
@@ -47,7 +54,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -64,11 +71,21 @@ from ..formulations.ring_lp import in_ring_space
 from ..heuristics.support import heuristic_memory
 from . import swaps as sw
 from .reroute import RING_MODES, lp_options, reroute
-from .starts import BestStartParams, Candidate, as_solution, best_of, portfolio
+from .starts import (
+    BestStartParams,
+    Candidate,
+    as_solution,
+    best_of,
+    cheap_candidates,
+    hop_bound,
+    route_candidates,
+)
 
 log = logging.getLogger(__name__)
 
 PROGRESS = 1e-6  # relative improvement that counts as progress
+SEARCH_STARTS = "totientperms,topologyfinder,demand-greedy,expander"
+DESCENT_S = 30.0  # hop-volume descent without a time limit: at most this many seconds
 
 
 @dataclass(frozen=True)
@@ -76,6 +93,9 @@ class AllocSearchParams(BestStartParams):
     """alloc-search: the swap local search (and its best-start portfolio)."""
 
     max_multiplicity: int | None = max_multiplicity_knob()
+    # without totientperms-lp: at n = 128 its LP alone can take the whole time limit
+    start_methods: str = knob(SEARCH_STARTS, "alloc-search: cheap start heuristics "
+                                             "(comma-separated; expander once per seed).")
     rings: str = knob("choose", "alloc-search: ring space: choose (TotientPerms orders, free "
                                 "split: alloc-milp's) or given (the default rings, fixed).",
                       choices=RING_MODES)
@@ -91,7 +111,10 @@ class AllocSearchParams(BestStartParams):
     hop_penalty: float = knob(1e-4, "alloc-search: cost per unit of flow per hop in the "
                                     "search LPs (prefers short routes).", minimum=0)
     polish: bool = knob(True, "alloc-search: re-route the best topology without the hop "
-                              "penalty at the end.")
+                              "penalty, at HiGHS' default tolerance, at the end.")
+    descent_share: float = knob(0.15, "alloc-search: share of the time limit for the "
+                                      "hop-volume descent of the best start (0: none).",
+                                minimum=0, maximum=1.0)
 
 
 @dataclass(frozen=True)
@@ -127,6 +150,18 @@ def random_swaps(links: np.ndarray, cap: int, count: int, rng: np.random.Generat
     return L
 
 
+def _names(p: AllocSearchParams) -> list[str]:
+    return [m.strip() for m in p.start_methods.split(",") if m.strip()]
+
+
+def _own(instance: Instance, options: SolveOptions, L: np.ndarray, rings) -> SolveResult | None:
+    """A descended topology with shortest-path routing (its own routing as a start)."""
+    routed = _certify.shortest_paths(instance, Topology(L), rings, options.seed)
+    if routed is None:
+        return None
+    return _certify.heuristic("alloc-search", instance, options, routed[0], routed[1], 0.0)
+
+
 def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
            time_limit: float | None) -> tuple[Solution | None, list[Step], list[Candidate]]:
     """The local search of the module docstring; returns the best solution (``None`` when no
@@ -134,7 +169,7 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     t0 = time.perf_counter()
     n = instance.n
     cap = instance.degree if p.max_multiplicity is None else int(p.max_multiplicity)
-    lp = lp_options(options)
+    lp, exact = lp_options(options), lp_options(options, None)  # moves; starts and polish
     traj: list[Step] = []
     last = [0.0]
 
@@ -147,17 +182,35 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     def room() -> bool:
         return left() is None or left() > last[0]
 
-    def routed(L: np.ndarray, penalty: float) -> tuple[Solution | None, str]:
+    def routed(L: np.ndarray, penalty: float, opts: SolveOptions = lp) -> tuple[Solution | None, str]:
         t = time.perf_counter()
-        sol, why = reroute(instance, Topology(L), p.rings, lp, penalty, left())
+        rem = left()  # 0.75: model building, decomposition and check surround the LP
+        sol, why = reroute(instance, Topology(L), p.rings, opts, penalty,
+                           None if rem is None else 0.75 * rem)
         last[0] = time.perf_counter() - t
         return sol, why
 
     budget = None if time_limit is None else p.lp_share * time_limit
-    cands = portfolio(instance, options.with_(method=p), replace(p, start_rings=p.rings), budget)
+    cands = cheap_candidates(instance, options.run_method, _names(p), p.expander_seeds,
+                             options.seed, None if time_limit is None else t0 + time_limit)
+    if cands and p.descent_share > 0:
+        # the hop-volume descent of the best start by hop bound, routed first (module doc)
+        seconds = DESCENT_S if time_limit is None else p.descent_share * time_limit
+        c = cands[0]
+        D = _exact.demand_matrix(instance, c.own.routing.rings)
+        L, count = sw.descend(np.asarray(c.own.topology.links), D, cap, seconds, p.k_add,
+                              p.pool)
+        own = _own(instance, options, L, c.own.routing.rings) if count else None
+        if own is not None:
+            cands.insert(0, Candidate(f"descent:{c.name}", own, hop_bound(
+                instance, L, c.own.routing.rings)))
+        traj.append(Step(0, f"descent:{count}", None if own is None else own.objective,
+                         own is not None, elapsed()))
+    cands = route_candidates(instance, cands, p.rings, exact, budget,  # see starts.portfolio
+                             None if time_limit is None else t0 + time_limit)
     ws = options.warm_start
     if ws is not None and ws.topology is not None and ws.topology.n == n:
-        sol, why = routed(np.asarray(ws.topology.links), 0.0)
+        sol, why = routed(np.asarray(ws.topology.links), 0.0, exact)
         traj.append(Step(0, f"start:warm:{ws.method}", None if sol is None else sol.objective_s,
                          sol is not None, elapsed(), why))
         if sol is not None:
@@ -252,8 +305,9 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
         banned.clear()
         if current.objective_s < best.objective_s:
             best = current
-    if p.polish and p.hop_penalty > 0 and best.prices is not None and room():
-        sol, why = routed(best.topology.links, 0.0)
+    from_start = any(best is c.routed for c in cands)  # starts are routed exactly already
+    if p.polish and not from_start and best.prices is not None and room():
+        sol, why = routed(best.topology.links, 0.0, exact)
         ok = sol is not None and sol.objective_s < best.objective_s
         traj.append(Step(it, "polish", None if sol is None else sol.objective_s, ok, elapsed(),
                          why))

@@ -133,12 +133,17 @@ def candidates(links: np.ndarray, g: Guide, cap: int, k_add: int,
     return out
 
 
-def scored(links: np.ndarray, demand: np.ndarray, H: float, cands, pool: int
-           ) -> list[tuple[float, float, Swap]]:
+def scored(links: np.ndarray, demand: np.ndarray, H: float, cands, pool: int,
+           deadline: float | None = None) -> list[tuple[float, float, Swap]]:
     """The ``pool`` best candidates with their hop change: ``(key, H_after, swap)`` with
-    ``key = estimate - Delta H / H`` (disconnecting swaps dropped), best first."""
+    ``key = estimate - Delta H / H`` (disconnecting swaps dropped), best first; candidates
+    left when ``deadline`` (``time.perf_counter()``) passes are not scored."""
+    import time
+
     out = []
     for est, s in cands[:pool]:
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         Hs = hop_volume(apply(links, s), demand)
         if not np.isfinite(Hs):
             continue
@@ -167,3 +172,30 @@ def batch(links: np.ndarray, g: Guide, demand: np.ndarray, cap: int, q: int, k_a
         done.append(s)
         touched.update(s)
     return L, done
+
+
+def descend(links: np.ndarray, demand: np.ndarray, cap: int, seconds: float, k_add: int,
+            pool: int) -> tuple[np.ndarray, int]:
+    """Hop-volume descent without any routing: apply the swap with the largest decrease of
+    ``H`` (add values: the shortcut values only, drop costs 0) until none decreases it or
+    ``seconds`` have passed. ``H / (B sum L)`` bounds ``T`` from below for every routing, and
+    on uniform traffic it is what the route LP achieves on near-symmetric graphs (the mean
+    hop count is the quantity Graph Golf minimises), so this is the cheap first phase of a
+    search whose route LPs are expensive. Returns the links and the number of swaps."""
+    import time
+
+    end = time.perf_counter() + seconds
+    L, count = links.copy(), 0
+    H = hop_volume(L, demand)
+    zeros = np.zeros_like(demand)
+    while time.perf_counter() < end:
+        g = guide(L, demand, zeros, None, None)
+        g = Guide(g.add, np.where(L > 0, 0.0, np.inf), g.demand)
+        best = scored(L, demand, H, candidates(L, g, cap, k_add), pool, end)
+        best = [b for b in best if b[1] < H * (1 - 1e-12)]
+        if not best:
+            break
+        _, H, s = min(best, key=lambda b: b[1])
+        L = apply(L, s)
+        count += 1
+    return L, count
