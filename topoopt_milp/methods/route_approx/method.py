@@ -77,6 +77,7 @@ from . import common as core
 from .common import ApproxResult
 from .paths import solve_paths
 from .trees import solve_trees
+from .warm import INFO_KEY, WarmStart
 
 OPTIMAL_GAP = 1e-6  # a certified gap this small is reported as optimal (LP tolerances)
 
@@ -112,6 +113,7 @@ def approx_min_congestion(
     init_rounds: int = 1,
     seed: int = 0,
     columns: str = "paths",
+    warm: WarmStart | None = None,
 ) -> ApproxResult:
     """Minimum congestion within ``1 + epsilon``, with a certified bound (module docstring).
 
@@ -131,6 +133,8 @@ def approx_min_congestion(
     max_cols : path columns entering per round (default ``max(4 m, n^2 / 16)``).
     columns : ``"paths"`` (:mod:`.paths`) or ``"trees"`` (per-source tree columns,
         :mod:`.trees`); the circulant reduction ignores it.
+    warm : a :class:`.warm.WarmStart` of a nearby topology (path columns only; ignored by
+        the circulant reduction and tree columns).
     """
     t0 = time.perf_counter()
     arcs = np.asarray(arcs, dtype=np.int64).reshape(-1, 2)
@@ -167,7 +171,7 @@ def approx_min_congestion(
     if max_cols is None:
         max_cols = max(4 * m, n * n // 16)
     return solve_paths(n, arcs, arc_id, res_of_arc, res_cap, D, limits, max_cols, init_rounds,
-                       seed)
+                       seed, warm)
 
 
 # -- circulant case: source-0 trees (Dantzig-Wolfe) -----------------------------------------
@@ -286,9 +290,12 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     if form == "symmetric" and not sym:
         raise InputError("formulation: the symmetric reduction needs a circulant topology and "
                          "rotation-invariant traffic")
+    prev = options.warm_start
+    warm = (WarmStart.from_solution(prev, instance.n)
+            if prev is not None and prev.routing is not None and not sym else None)
     res = approx_min_congestion(instance.n, P.arcs, P.res_arcs, P.res_cap, P.D, float(eps),
                                 options.time_left(), symmetric=sym, seed=options.seed,
-                                columns=options.method.columns)
+                                columns=options.method.columns, warm=warm)
     t = time.perf_counter()
     pair_paths = {(s, t): paths for s, t, paths in res.pair_paths(P.D)}
     routing = _exact.routing_from_pair_paths(instance, P.topology, P.rings, pair_paths,
@@ -296,14 +303,19 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     assemble = time.perf_counter() - t
     status = Status.OPTIMAL if res.gap <= OPTIMAL_GAP else Status.FEASIBLE
     tm = ", ".join(f"{k} {v:.2f}" for k, v in res.timings.items())
-    note = (f"formulation={'symmetric' if sym else options.method.columns}; epsilon={float(eps):g}; "
+    note = (f"formulation={'symmetric' if sym else options.method.columns}; "
+            f"{'warm start; ' if warm is not None else ''}epsilon={float(eps):g}; "
             f"certified gap {res.gap:.3g} after {res.iterations} rounds ({res.status}); "
             f"times [s]: {tm}, routing {assemble:.2f}")
     outcome = BackendOutcome(status, res.upper, res.lower, res.timings["total"], "approx-cg",
                              f"highspy {highs_version()}, scipy {scipy.__version__}", {})
-    return route.finish("route-approx", P, options, outcome, routing,
-                        res.upper * P.sec_per_unit, res.lower * P.sec_per_unit,
-                        time.perf_counter() - t0, note=note)
+    out = route.finish("route-approx", P, options, outcome, routing,
+                       res.upper * P.sec_per_unit, res.lower * P.sec_per_unit,
+                       time.perf_counter() - t0, note=note)
+    if sym:  # the lengths of a later warm start (see .warm)
+        return out
+    lengths = WarmStart(instance.n, *(np.zeros(0),) * 4, P.arcs, res.lengths).info()
+    return out.with_(info={**out.info, INFO_KEY: lengths})
 
 
 def solve(instance: Instance, options: SolveOptions) -> SolveResult:
