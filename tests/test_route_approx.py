@@ -333,3 +333,38 @@ def test_warm_start_from_any_routing_without_lengths():
     old = registry.solve(inst.with_topology(L), "route-milp", variant="ksp", k_paths=2)
     new = warm_route(inst, edge_swap(L, np.random.default_rng(0)), old)
     assert new.status.has_solution and new.gap <= EPS + 1e-12
+
+
+def test_evaluate_routing_approx_warm_start(tmp_path):
+    """`evaluate INST SOL --routing approx --warm-start OLD`: routes SOL's topology from OLD's
+    routing and lengths (OLD: a route-approx solution on another topology of INST)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from topoopt_milp.cli import main
+
+    inst = generators.generate("uniform", 16, 4, seed=0)
+    path = tmp_path / "i.json"
+    inst.save(path)
+    runner = CliRunner()
+    for seed in (0, 1):
+        r = runner.invoke(main, ["solve", str(path), "-m", "expander", "--seed", str(seed),
+                                 "--out", str(tmp_path / f"s{seed}.json")])
+        assert r.exit_code == 0, r.output
+    old = tmp_path / "old.json"
+    r = runner.invoke(main, ["evaluate", str(path), str(tmp_path / "s1.json"), "--routing",
+                             "approx", "--out", str(old)])
+    assert r.exit_code == 0, r.output
+    assert "route_approx" in json.loads(old.read_text())["info"]
+    out = tmp_path / "new.json"
+    r = runner.invoke(main, ["evaluate", str(path), str(tmp_path / "s0.json"), "--routing",
+                             "approx", "--warm-start", str(old), "--out", str(out),
+                             "--format", "json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output[r.output.index('{\n "routing"'):])
+    assert data["bound_s"] <= data["comm_time_s"] <= data["bound_s"] * (1 + EPS) + 1e-15
+    assert "warm start" in json.loads(out.read_text())["message"]
+    r = runner.invoke(main, ["evaluate", str(path), str(tmp_path / "s0.json"), "--warm-start",
+                             str(old)])
+    assert r.exit_code == 2 and "Error: --warm-start: only with --routing approx" in r.output

@@ -210,8 +210,11 @@ def _print_metrics(metrics: dict) -> None:
 @knob_options([SolverParams], only=("time_limit",), prefix="--routing: ")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
               help="--routing: write the re-routed solution here.")
+@click.option("--warm-start", "warm_path", type=click.Path(dir_okay=False), default=None,
+              help="--routing approx: start from this solution's routing (and lengths) on a "
+                   "nearby topology of INSTANCE.")
 def evaluate_cmd(instance_path, solution_path, fmt, old_json, routing, epsilon, time_limit,
-                 out) -> None:
+                 out, warm_path) -> None:
     """Re-check SOL.json against INSTANCE independently and print its metrics.
 
     With --routing, SOL's topology and AllReduce rings are routed again (route-approx or
@@ -240,13 +243,16 @@ def evaluate_cmd(instance_path, solution_path, fmt, old_json, routing, epsilon, 
         click.echo("checker: OK" if not problems else f"checker: {len(problems)} violation(s)")
         for p in problems:
             click.echo(f"  - {p}")
+    if warm_path is not None and routing != "approx":
+        raise ParamError("--warm-start: only with --routing approx")
+    warm = _load_result(warm_path, instance, "--warm-start", instance_path)
     if routing is not None and res.topology is not None:
-        _reroute(instance, res, routing, epsilon, time_limit, out, as_json)
+        _reroute(instance, res, routing, epsilon, time_limit, out, as_json, warm)
     if problems:
         raise SystemExit(1)
 
 
-def _reroute(instance, res, routing, epsilon, time_limit, out, as_json) -> None:
+def _reroute(instance, res, routing, epsilon, time_limit, out, as_json, warm=None) -> None:
     method = "route-approx" if routing == "approx" else "route-milp"
     fixed = instance.with_topology(res.topology.links,
                                    res.routing.rings if res.routing is not None else None)
@@ -255,7 +261,7 @@ def _reroute(instance, res, routing, epsilon, time_limit, out, as_json) -> None:
         if method != "route-approx":
             raise ParamError("--epsilon: only with --routing approx")
         knobs["epsilon"] = epsilon
-    best = solve_checked(fixed, method, **knobs)
+    best = solve_checked(fixed, method, warm_start=warm, **knobs)
     if out:
         write_solution(out, best, fixed)
     if as_json:
