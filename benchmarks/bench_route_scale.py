@@ -11,6 +11,7 @@ the exact optimum when one finished. Methods:
 
 * ``approx`` -- ``route-approx`` end to end (``registry.solve``: model, column generation,
   routing assembly, recomputed objective); ``core`` is the column generation alone;
+* ``trees`` -- the same with per-source tree columns (``columns=trees``);
 * ``milp`` -- ``route-milp`` (fractional, its defaults);
 * ``peer`` -- a plain ``scipy.optimize.linprog`` (HiGHS IPM) source-aggregated arc LP written
   below: objective only, no routing.
@@ -94,8 +95,10 @@ def child(method: str, kind: str, n: int, eps: float, cap: float) -> dict:
     if method == "peer":
         out["objective"] = peer_linprog(topo.links, 1e6, 100.0, cap)
     else:
-        name = "route-approx" if method == "approx" else "route-milp"
-        extra = {"epsilon": eps} if method == "approx" else {}
+        name = "route-milp" if method == "milp" else "route-approx"
+        extra = {} if method == "milp" else {"epsilon": eps}
+        if method == "trees":
+            extra["columns"] = "trees"
         res = registry.solve(inst.with_topology(topo.links), name, time_limit=cap, **extra)
         out.update(status=res.status.value, objective=res.objective, bound=res.bound,
                    message=res.message)
@@ -138,19 +141,33 @@ def main() -> None:
     ap.add_argument("--methods", default="approx,milp,peer")
     ap.add_argument("--cap", type=float, default=300.0, help="wall-clock cap per run [s]")
     ap.add_argument("--epsilon", type=float, default=0.01)
+    ap.add_argument("--warm", default=None, metavar="TRAFFIC,...",
+                    help="instead: warm re-routing after random edge swaps at --sizes and "
+                         "--topologies rr4,rr8 (traffic: a2a or instance JSON paths)")
+    ap.add_argument("--swaps", type=int, default=5)
     args = ap.parse_args()
+    if args.warm:
+        from bench_route_warm import warm_table
+
+        warm_table(args)
+        return
     methods = args.methods.split(",")
     load = os.getloadavg()
     print(f"# route at scale; cpus={os.cpu_count()}; load {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f}; cap {args.cap:g} s; epsilon {args.epsilon:g}; all-to-all 1 MB, 100 Gbps")
     print("| topology | n | approx wall/cpu [s] | core [s] | RSS [MB] | cert. gap | vs opt |"
           " status | milp wall/cpu [s] | RSS [MB] | peer wall/cpu [s] | RSS [MB] |"
-          " milp/approx (cpu) | peer/approx (cpu) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          " milp/approx (cpu) | peer/approx (cpu) | trees cpu [s] / gap | trees/approx (cpu) | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for kind in args.topologies.split(","):
         for n in (int(x) for x in args.sizes.split(",")):
             r = {m: run(m, kind, n, args.epsilon, args.cap) for m in methods}
+            load = os.getloadavg()[0]
             a, e, p = r.get("approx", {}), r.get("milp", {}), r.get("peer", {})
+            tr = r.get("trees", {})
+            ok_t = tr.get("status") in ("optimal", "feasible")
+            gt = (tr["objective"] - tr["bound"]) / tr["objective"] if ok_t else None
+            ct = tr.get("cpu") if ok_t else None
             ok_a = a.get("status") in ("optimal", "feasible")
             ok_e = e.get("status") == "optimal"
             gap = (a["objective"] - a["bound"]) / a["objective"] if ok_a else None
@@ -163,8 +180,9 @@ def main() -> None:
                   f"{a.get('status', '-')}/{e.get('status', '-')} | {fmt(te)}/{fmt(ce)} | "
                   f"{fmt(e.get('rss_mb'), '.0f')} | {fmt(tp)}/{fmt(cp)} | "
                   f"{fmt(p.get('rss_mb'), '.0f')} | {fmt(ce / ca if ce and ca else None)} | "
-                  f"{fmt(cp / ca if cp and ca else None)} |", flush=True)
-    print(f"# load at end {os.getloadavg()[0]:.2f}")
+                  f"{fmt(cp / ca if cp and ca else None)} | {fmt(ct)} / {fmt(gt, '.4f')} | "
+                  f"{fmt(ct / ca if ct and ca else None)} | {load:.1f} |", flush=True)
+    print(f"# load at end {os.getloadavg()[0]:.2f} (2 cores, 24 GiB, shared)")
 
 
 if __name__ == "__main__":

@@ -282,3 +282,89 @@ def test_tree_columns_bound_is_weak_duality():
                 load[a, b] += D[s, t] * f
     assert np.allclose(load[u, v], res.arc_load)
     assert res.upper == pytest.approx((load[u, v] / L[u, v]).max())
+
+
+def edge_swap(L, rng):
+    """One random degree-preserving swap (a, b), (c, d) -> (a, c), (b, d) keeping the graph
+    simple and connected."""
+    edges = [(int(a), int(b)) for a, b in zip(*np.nonzero(np.triu(L)), strict=True)]
+    for _ in range(1000):
+        (a, b), (c, d) = (edges[i] for i in rng.choice(len(edges), 2, replace=False))
+        if len({a, b, c, d}) < 4 or L[a, c] or L[b, d]:
+            continue
+        L2 = L.copy()
+        L2[a, b] = L2[b, a] = L2[c, d] = L2[d, c] = 0
+        L2[a, c] = L2[c, a] = L2[b, d] = L2[d, b] = 1
+        if nx.is_connected(nx.from_numpy_array(L2)):
+            return L2
+    raise RuntimeError("no swap")
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("family", ["uniform", "dlrm"])
+def test_warm_route_after_an_edge_swap(family, seed):
+    """Warm re-routing (route_approx.warm): paths through the removed links are dropped, the
+    rest of the old routing and its lengths start the search; the result is certified and
+    agrees with route-milp on the new topology like a cold one."""
+    from topoopt_milp.methods.route_approx.warm import INFO_KEY, warm_route
+
+    n, d = 20, 4
+    inst = generators.generate(family, n, d, seed=seed)
+    L = random_regular(n, d, seed).links
+    old = registry.solve(inst.with_topology(L), "route-approx")
+    assert INFO_KEY in old.info
+    L2 = edge_swap(L, np.random.default_rng(seed))
+    new = warm_route(inst, L2, old, epsilon=EPS)
+    assert "warm start" in new.message
+    fixed = inst.with_topology(L2)
+    metrics = evaluate(fixed, new.topology, new.routing)
+    assert check_solution(fixed.to_dict(), finite_json(solution_dict(new, fixed, metrics))) == []
+    exact = registry.solve(fixed, "route-milp")
+    assert new.bound <= exact.objective * (1 + 1e-7) <= new.objective * (1 + 2e-7)
+    assert new.gap <= EPS + 1e-12
+
+
+def test_warm_start_from_any_routing_without_lengths():
+    """A previous solution of another method (no lengths in its info): hop-count lengths."""
+    from topoopt_milp.methods.route_approx.warm import warm_route
+
+    inst = all_to_all(16, 4)
+    L = random_regular(16, 4, 3).links
+    old = registry.solve(inst.with_topology(L), "route-milp", variant="ksp", k_paths=2)
+    new = warm_route(inst, edge_swap(L, np.random.default_rng(0)), old)
+    assert new.status.has_solution and new.gap <= EPS + 1e-12
+
+
+def test_evaluate_routing_approx_warm_start(tmp_path):
+    """`evaluate INST SOL --routing approx --warm-start OLD`: routes SOL's topology from OLD's
+    routing and lengths (OLD: a route-approx solution on another topology of INST)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from topoopt_milp.cli import main
+
+    inst = generators.generate("uniform", 16, 4, seed=0)
+    path = tmp_path / "i.json"
+    inst.save(path)
+    runner = CliRunner()
+    for seed in (0, 1):
+        r = runner.invoke(main, ["solve", str(path), "-m", "expander", "--seed", str(seed),
+                                 "--out", str(tmp_path / f"s{seed}.json")])
+        assert r.exit_code == 0, r.output
+    old = tmp_path / "old.json"
+    r = runner.invoke(main, ["evaluate", str(path), str(tmp_path / "s1.json"), "--routing",
+                             "approx", "--out", str(old)])
+    assert r.exit_code == 0, r.output
+    assert "route_approx" in json.loads(old.read_text())["info"]
+    out = tmp_path / "new.json"
+    r = runner.invoke(main, ["evaluate", str(path), str(tmp_path / "s0.json"), "--routing",
+                             "approx", "--warm-start", str(old), "--out", str(out),
+                             "--format", "json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output[r.output.index('{\n "routing"'):])
+    assert data["bound_s"] <= data["comm_time_s"] <= data["bound_s"] * (1 + EPS) + 1e-15
+    assert "warm start" in json.loads(out.read_text())["message"]
+    r = runner.invoke(main, ["evaluate", str(path), str(tmp_path / "s0.json"), "--warm-start",
+                             str(old)])
+    assert r.exit_code == 2 and "Error: --warm-start: only with --routing approx" in r.output

@@ -221,8 +221,11 @@ def _print_metrics(metrics: dict) -> None:
 @knob_options([SolverParams], only=("time_limit",), prefix="--routing: ")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
               help="--routing: write the re-routed solution here.")
+@click.option("--warm-start", "warm_path", type=click.Path(dir_okay=False), default=None,
+              help="--routing approx: start from this solution's routing (and lengths) on a "
+                   "nearby topology of INSTANCE.")
 def evaluate_cmd(instance_path, solution_path, fmt, old_json, topology_fmt, routing, epsilon,
-                 time_limit, out) -> None:
+                 time_limit, out, warm_path) -> None:
     """Re-check FILE against INSTANCE independently and print its metrics.
 
     FILE is a solution (SOL.json), or a topology: a solution without a routing, an edge list
@@ -238,7 +241,10 @@ def evaluate_cmd(instance_path, solution_path, fmt, old_json, topology_fmt, rout
     as_json = fmt == "json"
     if out is not None:
         check_writable(out)
+    if warm_path is not None and routing != "approx":
+        raise ParamError("--warm-start: only with --routing approx")
     instance = Instance.load(instance_path)
+    warm = _load_result(warm_path, instance, "--warm-start", instance_path)
     kind = topology_io.topology_format(solution_path, topology_fmt)
     data = read_solution(solution_path) if kind == "json" else None
     if data is None or (data.get("topology") is not None and not topology_io.has_routing(data)):
@@ -253,7 +259,7 @@ def evaluate_cmd(instance_path, solution_path, fmt, old_json, topology_fmt, rout
                        + (")" if routing else "; --routing approx|lp routes it)"))
         if routing is not None:
             _reroute(instance, tf.topology, tf.rings, None, routing, epsilon, time_limit, out,
-                     as_json)
+                     as_json, warm)
         return
     _same_instance(data, instance, solution_path, instance_path)
     head = _result({**data, "topology": None, "routing": None}, solution_path)
@@ -280,13 +286,14 @@ def evaluate_cmd(instance_path, solution_path, fmt, old_json, topology_fmt, rout
             raise SolutionError(f"{solution_path}: --routing: the file holds no topology "
                                 f"(status {data.get('status')}): nothing to route")
         _reroute(instance, res.topology, res.routing.rings, res.objective, routing, epsilon,
-                 time_limit, out, as_json)
+                 time_limit, out, as_json, warm)
 
 
 def _reroute(instance, topology, rings, objective, routing, epsilon, time_limit, out,
-             as_json) -> None:
-    """Route ``topology`` with ``rings`` (``None``: the default rings) on ``instance``;
-    ``objective`` is the file's own communication time, if it has one."""
+             as_json, warm=None) -> None:
+    """Route ``topology`` with ``rings`` (``None``: the default rings) on ``instance``, from
+    the routing of ``warm`` (a nearby topology's solution) if given; ``objective`` is the
+    file's own communication time, if it has one."""
     method = "route-approx" if routing == "approx" else "route-milp"
     fixed = instance.with_topology(topology.links, rings or None)
     knobs = {} if time_limit is None else {"time_limit": time_limit}
@@ -294,7 +301,7 @@ def _reroute(instance, topology, rings, objective, routing, epsilon, time_limit,
         if method != "route-approx":
             raise ParamError("--epsilon: only with --routing approx")
         knobs["epsilon"] = epsilon
-    best = solve_checked(fixed, method, **knobs)
+    best = solve_checked(fixed, method, warm_start=warm, **knobs)
     if out:
         write_solution(out, best, fixed)
     if as_json:

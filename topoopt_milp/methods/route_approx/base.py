@@ -1,8 +1,7 @@
 """The base routing of :mod:`.paths`: what every pair sends where its columns do not.
 
-A cold start's base is the *key path* of every pair (its path in a shortest-path tree of its
-source); a warm start's base is the previous routing with its paths through removed links
-replaced by the new key path (:mod:`.warm`). Either way pair ``k`` splits its demand over
+The base is the *key path* of every pair (its path in a shortest-path tree of its source),
+or in general a mix of paths: pair ``k`` splits its demand over
 base paths ``b`` with fractions ``f_b`` (``sum_b f_b = 1``), so its base uses arc ``a`` with
 weight ``w_k(a) = sum_{b ∋ a} f_b``; a column (path ``p``, fraction ``x_p``) moves ``x_p`` of
 the pair's whole base mix onto ``p``, and the capacity coefficient of ``p`` in resource ``r``
@@ -26,11 +25,10 @@ def hops(nodes: np.ndarray, ptr: np.ndarray, arc_id: np.ndarray):
 class Base:
     """Base paths ``j`` of pairs ``pair[j] = k * n + t`` (``k`` a source index) with
     fractions ``frac[j]``, nodes ``nodes[ptr[j]:ptr[j + 1]]``; per-arc entries ``e_pair,
-    e_arc, e_w`` sorted by pair (``eptr[p]:eptr[p + 1]`` for pair ``p``). ``export``: the
-    base paths belong in the returned routing (a warm base; a cold base is the key tree)."""
+    e_arc, e_w`` sorted by pair (``eptr[p]:eptr[p + 1]`` for pair ``p``)."""
 
-    def __init__(self, n, S, pair, nodes, ptr, frac, arc_id, export: bool):
-        self.n, self.S, self.export = n, S, export
+    def __init__(self, n, S, pair, nodes, ptr, frac, arc_id):
+        self.n, self.S = n, S
         self.pair, self.nodes, self.ptr, self.frac = pair, nodes, ptr, frac
         a, owner = hops(nodes, ptr, arc_id)
         if (a < 0).any():

@@ -224,7 +224,8 @@ class Pricer:
             rot = (np.arange(n)[None, :] - np.arange(n)[:, None]) % n
             total = math.fsum((self.D * dist[0][rot]).ravel().tolist()) / n
         else:
-            total = math.fsum((self.rows * np.where(self.rows > 0, dist, 0.0)).ravel().tolist())
+            nz = self.rows > 0  # only the pairs with demand (sparse traffic at large n)
+            total = math.fsum((self.rows[nz] * dist[nz]).tolist())
         lb = total / norm * (1.0 - 4.0 * (self.n + 8) * U_ROUND) if norm > 0 else 0.0
         if bound_only:
             return lb

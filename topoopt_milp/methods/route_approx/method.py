@@ -70,13 +70,14 @@ from ...core.errors import InputError
 from ...core.instance import Instance
 from ...core.params import Params, SolveOptions, knob, route_rings_knob
 from ...core.result import SolveResult, Status
-from ...core.sizes import dense_estimate
+from ...core.sizes import BYTES_PER_COMMODITY, HEURISTIC_ARRAYS, Estimate
 from ...core.spec import MethodSpec
 from .. import model_data as _exact
 from . import common as core
 from .common import ApproxResult
 from .paths import solve_paths
 from .trees import solve_trees
+from .warm import INFO_KEY, WarmStart
 
 OPTIMAL_GAP = 1e-6  # a certified gap this small is reported as optimal (LP tolerances)
 
@@ -112,6 +113,7 @@ def approx_min_congestion(
     init_rounds: int = 1,
     seed: int = 0,
     columns: str = "paths",
+    warm: WarmStart | None = None,
 ) -> ApproxResult:
     """Minimum congestion within ``1 + epsilon``, with a certified bound (module docstring).
 
@@ -131,6 +133,8 @@ def approx_min_congestion(
     max_cols : path columns entering per round (default ``max(4 m, n^2 / 16)``).
     columns : ``"paths"`` (:mod:`.paths`) or ``"trees"`` (per-source tree columns,
         :mod:`.trees`); the circulant reduction ignores it.
+    warm : a :class:`.warm.WarmStart` of a nearby topology (path columns only; ignored by
+        the circulant reduction and tree columns).
     """
     t0 = time.perf_counter()
     arcs = np.asarray(arcs, dtype=np.int64).reshape(-1, 2)
@@ -167,7 +171,7 @@ def approx_min_congestion(
     if max_cols is None:
         max_cols = max(4 * m, n * n // 16)
     return solve_paths(n, arcs, arc_id, res_of_arc, res_cap, D, limits, max_cols, init_rounds,
-                       seed)
+                       seed, warm)
 
 
 # -- circulant case: source-0 trees (Dantzig-Wolfe) -----------------------------------------
@@ -286,9 +290,12 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     if form == "symmetric" and not sym:
         raise InputError("formulation: the symmetric reduction needs a circulant topology and "
                          "rotation-invariant traffic")
+    prev = options.warm_start
+    warm = (WarmStart.from_solution(prev, instance.n)
+            if prev is not None and prev.routing is not None and not sym else None)
     res = approx_min_congestion(instance.n, P.arcs, P.res_arcs, P.res_cap, P.D, float(eps),
                                 options.time_left(), symmetric=sym, seed=options.seed,
-                                columns=options.method.columns)
+                                columns=options.method.columns, warm=warm)
     t = time.perf_counter()
     pair_paths = {(s, t): paths for s, t, paths in res.pair_paths(P.D)}
     routing = _exact.routing_from_pair_paths(instance, P.topology, P.rings, pair_paths,
@@ -296,14 +303,19 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     assemble = time.perf_counter() - t
     status = Status.OPTIMAL if res.gap <= OPTIMAL_GAP else Status.FEASIBLE
     tm = ", ".join(f"{k} {v:.2f}" for k, v in res.timings.items())
-    note = (f"formulation={'symmetric' if sym else options.method.columns}; epsilon={float(eps):g}; "
+    note = (f"formulation={'symmetric' if sym else options.method.columns}; "
+            f"{'warm start; ' if warm is not None else ''}epsilon={float(eps):g}; "
             f"certified gap {res.gap:.3g} after {res.iterations} rounds ({res.status}); "
             f"times [s]: {tm}, routing {assemble:.2f}")
     outcome = BackendOutcome(status, res.upper, res.lower, res.timings["total"], "approx-cg",
                              f"highspy {highs_version()}, scipy {scipy.__version__}", {})
-    return route.finish("route-approx", P, options, outcome, routing,
-                        res.upper * P.sec_per_unit, res.lower * P.sec_per_unit,
-                        time.perf_counter() - t0, note=note)
+    out = route.finish("route-approx", P, options, outcome, routing,
+                       res.upper * P.sec_per_unit, res.lower * P.sec_per_unit,
+                       time.perf_counter() - t0, note=note)
+    if sym:  # the lengths of a later warm start (see .warm)
+        return out
+    lengths = WarmStart(instance.n, *(np.zeros(0),) * 4, P.arcs, res.lengths).info()
+    return out.with_(info={**out.info, INFO_KEY: lengths})
 
 
 def solve(instance: Instance, options: SolveOptions) -> SolveResult:
@@ -320,8 +332,19 @@ def _scope(instance, options):
     return bound_scope(instance, options)
 
 
+def _memory(instance, options) -> Estimate:
+    """:func:`~topoopt_milp.core.sizes.dense_estimate` without its pair counting: the
+    commodities are counted directly (MP demands and two ring edges per member), because
+    ``np.unique`` over the free-ring pairs took 32 s of a 5 s time limit at n = 2000."""
+    n = instance.n
+    comms = sum(1 for d in instance.mp if d[2] > 0)
+    comms += sum(2 * len(g.members) for g in instance.allreduce if g.bytes > 0)
+    return Estimate(HEURISTIC_ARRAYS * 8.0 * n * n + BYTES_PER_COMMODITY * comms,
+                    f"{HEURISTIC_ARRAYS} dense {n} x {n} arrays and {comms} routed commodities")
+
+
 SPEC = MethodSpec(
     "route-approx", "route", "exact", "approx", RouteApproxParams, solve,
     "(1+eps)-approximate min-congestion routing on a fixed topology: path column generation "
     "with a certified Lagrangian bound", scope=_scope,
-    memory=lambda i, o: dense_estimate(i))
+    memory=_memory)

@@ -124,8 +124,8 @@ def _master(pool: _Pool, base, cap, n) -> highspy.Highs:
 def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: int,
                 init_rounds: int, seed: int, warm=None) -> ApproxResult:
     """Path column generation (module docstring). ``warm``: a :class:`.warm.WarmStart` of a
-    nearby topology, whose lengths give the key trees and the first bound and whose routing
-    (repaired) is the base."""
+    nearby topology, whose lengths give the first bound (and the point smoothing starts from)
+    and whose surviving paths are the first pool."""
     timings = dict.fromkeys(("setup", "master", "pricing", "columns"), 0.0)
     t = time.perf_counter()
     m, R = len(arcs), len(cap)
@@ -133,18 +133,21 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
     S, rows = len(sources), D[sources]
     pricer = Pricer(n, arcs, res_of_arc, cap, sources, D, rows, False)
     mu0 = normalise(1.0 / cap, cap, None)
-    mu_start = mu0 if warm is None else warm.resource_lengths(arcs, res_of_arc, cap)
-    dist, key, lb = pricer(mu_start)
+    # key trees by hop count: near-optimal lengths are ~0 on half the arcs (a warm start's
+    # key paths under them wandered, the start was 2x worse than the old routing)
+    dist, key, lb = pricer(mu0)
     if not np.isfinite(np.where(rows > 0, dist, 0.0)).all():
         raise ValueError("demand: a pair with demand is not connected")
-    bound = pricer.bound(lb, mu_start)
-    key_order = tree_order(dist)
+    bound = pricer.bound(lb, mu0)
+    mu_start = mu0
+    if warm is not None:
+        mu_start = warm.resource_lengths(arcs, res_of_arc, cap)
+        lb_w = pricer(mu_start, bound_only=True)
+        if lb_w > bound.lb:
+            bound.lb, bound.mu = lb_w, mu_start
     kk, tt = np.nonzero(rows > 0)
-    if warm is None:
-        knodes, kptr = paths_back(key, kk, tt, sources)
-        base = Base(n, S, kk * n + tt, knodes, kptr, np.ones(len(kk)), arc_id, export=False)
-    else:
-        base = warm.base(n, sources, rows, key, arc_id)
+    knodes, kptr = paths_back(key, kk, tt, sources)
+    base = Base(n, S, kk * n + tt, knodes, kptr, np.ones(len(kk)), arc_id)
     base_res = np.bincount(res_of_arc, weights=base.arc_load(rows, m), minlength=R)
     upper0 = float((base_res / cap).max())  # the start: never return worse
     pool = _Pool()
@@ -158,10 +161,11 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
         new_len = tree_sum_down(order, pred, arc_len, arc_id, sources)
         return np.nonzero((rows > 0) & (new_len < base.length(arc_len) * (1 - 1e-9)))
 
-    if warm is not None:  # the key paths where they beat the old routing under the old lengths
-        ks, ts = shorter(key, key_order, mu_start[res_of_arc])
-        if len(ks):
-            add(ks, ts, key)
+    if warm is not None:  # the old routing's surviving paths are the first pool (.warm)
+        ws, wt, wn, wp, _ = warm.surviving(n, sources, rows, arc_id)
+        coef = coefficients(rows[ws, wt], wn, wp, ws * n + wt, base, arc_id, res_of_arc, R)
+        pool.extend(ws, wt, wn, wp, *coef)
+        pool = pool.take(np.flatnonzero(np.diff(pool.cptr) > 0))  # a key path is no column
     # diversify: trees under randomly perturbed lengths give pairs equally short alternatives
     rng = np.random.default_rng(seed)
     for _ in range(init_rounds if warm is None else 0):
@@ -266,17 +270,10 @@ def _result(n, key, sources, rows, base: Base, pool, x, arc_id, res_of_arc, cap,
         a, owner = pool.arcs(arc_id)
         arc_load += np.bincount(a, weights=(rows[pool.src, pool.dst] * frac)[owner], minlength=m)
     upper = float((np.bincount(res_of_arc, weights=arc_load, minlength=len(cap)) / cap).max())
-    alt_src, alt_dst, alt_ptr, alt_nodes = pool.src, pool.dst, pool.ptr, pool.nodes
-    if base.export:  # the base paths, scaled by what the columns leave them, are alternatives
-        bs, bt = np.divmod(base.pair, n)
-        alt_src, alt_dst = np.concatenate([bs, alt_src]), np.concatenate([bt, alt_dst])
-        alt_nodes = np.concatenate([base.nodes, alt_nodes])
-        alt_ptr = np.concatenate([base.ptr, base.ptr[-1] + alt_ptr[1:]])
-        frac = np.concatenate([base.frac * (1.0 - tot[bs, bt]), frac])
     timings["total"] = limits.elapsed()
     return ApproxResult(
         n=n, upper=upper, lower=min(bound.lb, upper), symmetric=False, sources=sources,
-        key=key, alt_src=alt_src, alt_dst=alt_dst, alt_ptr=alt_ptr, alt_nodes=alt_nodes,
+        key=key, alt_src=pool.src, alt_dst=pool.dst, alt_ptr=pool.ptr, alt_nodes=pool.nodes,
         alt_frac=frac, trees=np.zeros((0, n), np.int64), tree_weight=np.zeros(0),
         lengths=bound.mu[res_of_arc], arc_load=arc_load, iterations=it, status=status,
         timings=timings, history=history, duals=mu[res_of_arc],

@@ -139,9 +139,8 @@ def _weights(pool: TreePool, x: np.ndarray, S: int) -> np.ndarray:
 
 
 def solve_trees(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, init_rounds: int,
-                seed: int, warm=None) -> ApproxResult:
-    """Column generation with per-source tree columns (module docstring). ``warm``: a
-    :class:`.warm.WarmStart` whose repaired trees and lengths seed the pool and the bound."""
+                seed: int) -> ApproxResult:
+    """Column generation with per-source tree columns (module docstring)."""
     timings = dict.fromkeys(("setup", "master", "pricing", "columns"), 0.0)
     t = time.perf_counter()
     R = len(cap)
@@ -161,10 +160,8 @@ def solve_trees(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, init_rounds
         raise ValueError("demand: a pair with demand is not connected")
     bound = pricer.bound(lb, mu0)
     add(dist, pred)
-    if warm is not None:
-        warm.seed_trees(pool, bound, sources, rows, arc_id, res_of_arc, R, pricer)
     rng = np.random.default_rng(seed)
-    for _ in range(init_rounds if warm is None else 0):
+    for _ in range(init_rounds):
         if limits.out_of_time():
             break
         dist_r, pred_r, _ = pricer(mu0 * rng.uniform(1.0, 1.5, size=R))
