@@ -105,7 +105,8 @@ def main() -> None:
             t0 = time.perf_counter()
             row[f"nb_{scope}_s"] = neighbourhood_bound(inst, scope, args.time, info=info)
             row[f"nb_{scope}_time"] = time.perf_counter() - t0
-            row[f"nb_{scope}_nodes"] = f"{info['examined']}/{inst.n}"
+            row[f"nb_{scope}_nodes"] = "+".join(f"{k} {v}/{inst.n}"
+                                                for k, v in info["examined"].items())
         usable = [row["nb_any_s"]] + ([row["nb_totient_s"]] if row["totient_rings"] else [])
         new = max(row["old_bound_s"], *usable)
         for scope in ("any", "totient"):
