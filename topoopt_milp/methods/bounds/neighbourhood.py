@@ -272,4 +272,4 @@ def neighbourhood_bound(instance: Instance, scope: str = "any", time_limit: floa
     best = values[arg] * V if values else 0.0
     if info is not None:
         info.update(examined=examined, node=arg, seconds=time.perf_counter() - t0)
-    return best / instance.link_bytes_per_s
+    return float(best / instance.link_bytes_per_s)
