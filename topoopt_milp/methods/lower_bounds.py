@@ -1,7 +1,8 @@
 """``lower-bounds``: the best valid lower bound of a ring scope, as a method (no solution).
 
 The bounds themselves are :mod:`topoopt_milp.methods.bounds.counting` and
-:mod:`topoopt_milp.methods.bounds.neighbourhood` (with their validity proofs); this module
+:mod:`topoopt_milp.methods.bounds.neighbourhood` and :mod:`topoopt_milp.methods.bounds.gateway`
+(with their validity proofs); this module
 is the method: it reports the largest of them for the ``rings`` scope, plus the alloc-benders
 master's bound after ``master_time`` seconds, stored like any run so that tables measure every
 covered solution against it.
@@ -22,6 +23,7 @@ from ..core.sizes import dense_estimate
 from ..core.spec import MethodSpec
 from .alloc_benders.decomposition import master_bound
 from .bounds.counting import BOUNDS
+from .bounds.gateway import gateway_bound
 from .bounds.neighbourhood import neighbourhood_bound
 from .result_step import honest_result
 
@@ -36,6 +38,9 @@ class LowerBoundParams(Params):
     neighbourhood_time: float = knob(
         30.0, "lower-bounds: seconds for the neighbourhood bound (one MILP per distinct node: its "
               "d links and what its neighbours can forward; 0: skipped).", minimum=0)
+    gateway_time: float = knob(
+        30.0, "lower-bounds: seconds for the gateway bound (per AllReduce group: the links its "
+              "members must spend on leaving it; 0: skipped).", minimum=0)
 
 
 def bound_scope(instance: Instance | None, options: SolveOptions) -> Scope:
@@ -48,7 +53,8 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     """``lower-bounds``: the best of the cheap bounds for the ``rings`` scope (``choose``: the
     TotientPerms orders, alloc-milp's ring space; ``any``: every ring order), the
     neighbourhood bound of that scope within ``neighbourhood_time`` seconds
-    (:mod:`topoopt_milp.methods.bounds.neighbourhood`), plus the
+    (:mod:`topoopt_milp.methods.bounds.neighbourhood`) and the gateway bound within
+    ``gateway_time`` (:mod:`topoopt_milp.methods.bounds.gateway`), plus the
     alloc-benders master's bound after ``master_time`` seconds (``choose`` only; 0: skipped).
     Returns no solution, only the bound and its scope (status ``no_solution``), so that
     tables measure every covered solution against it."""
@@ -57,13 +63,15 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     scope_name = "totient" if p.rings == "choose" else "any"
     values = {name: f(instance) for name, (f, sc) in BOUNDS.items()
               if sc == "any" or sc == scope_name}
-    budget = p.neighbourhood_time
-    left = options.time_left()
-    if left is not None:  # the method's time limit covers every bound it runs
-        budget = min(budget, max(0.0, left - p.master_time - 0.5))
-    if budget > 0:
-        # "totient" couples successor and predecessor shares through one split: never lower
-        values[f"neighbourhood_{scope_name}"] = neighbourhood_bound(instance, scope_name, budget)
+    for name, seconds, bound_fn in (("neighbourhood", p.neighbourhood_time, neighbourhood_bound),
+                                    ("gateway", p.gateway_time, gateway_bound)):
+        left = options.time_left()
+        later = p.master_time + (p.gateway_time if name == "neighbourhood" else 0.0)
+        if left is not None:  # the method's time limit covers every bound it runs
+            seconds = min(seconds, max(0.0, (left - 0.5) * seconds / max(seconds + later, 1e-9)))
+        if seconds > 0:
+            # "totient" couples successor and predecessor shares through one split: never lower
+            values[f"{name}_{scope_name}"] = bound_fn(instance, scope_name, seconds)
     if p.master_time > 0 and scope_name == "totient":
         values["benders_master"] = master_bound(instance, p.master_time)
     values = {k: v for k, v in values.items() if math.isfinite(v)}
@@ -79,5 +87,5 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
 SPEC = MethodSpec(
     "lower-bounds", "alloc", "exact", "analytic", LowerBoundParams, solve,
     "lower bounds only (no solution): port-aware hop counting, cut-sets, ideal switch, Moore, "
-    "the neighbourhood MILPs, optionally the Benders master", scope=bound_scope,
+    "the neighbourhood and gateway MILPs, optionally the Benders master", scope=bound_scope,
     memory=lambda i, o: dense_estimate(i))

@@ -76,7 +76,7 @@ def _ring_roles(instance: Instance, v: int, scope: str):
     ``((0,), (0,))`` for every other member (``"any"``, whose order count is given as 0: the
     shares are then free distributions)."""
     out = []
-    for g in instance.allreduce:
+    for gi, g in enumerate(instance.allreduce):
         if g.edge_bytes <= 0 or v not in g.members:
             continue
         ms = sorted(g.members)
@@ -94,7 +94,8 @@ def _ring_roles(instance: Instance, v: int, scope: str):
                 roles.setdefault(ms[(j - m) % k], ([], []))[1].append(c)
             norders = len(steps)
         out.append((g.edge_bytes, norders if scope == "totient" else 0,
-                    {u: (tuple(a), tuple(b)) for u, (a, b) in roles.items()}))
+                    {u: (tuple(a), tuple(b), True) for u, (a, b) in roles.items()}
+                    | {u: ((), (), True) for u in ms if u != v and u not in roles}, gi))
     return out
 
 
@@ -124,19 +125,21 @@ def node_problem(instance: Instance, v: int, scope: str = "any"):
     for u in range(n):
         if u == v:
             continue
-        role = tuple(r[2].get(u, ((), ())) for r in rings)
+        role = tuple(r[2].get(u, ((), (), False)) for r in rings)
         key = (round(mp[v, u] / V, 12), round(mp[u, v] / V, 12), round(load[u] / V, 12), role)
         classes[key] = min(d, classes.get(key, 0) + 1)
     cand = tuple(sorted(classes.items(), key=repr))
-    ring_data = tuple((round(e / V, 12), no) for e, no, _ in rings)
+    ring_data = tuple((round(e / V, 12), no) for e, no, _, _ in rings)
     key = (d, round(out[v] / V, 12), round(inn[v] / V, 12), ring_data, cand)
-    return key, V
+    return key, V, tuple(gi for *_, gi in rings)
 
 
-def _solve_node(key, time_limit: float | None, c_min: float = 0.0) -> float:
+def _solve_node(key, time_limit: float | None, c_min: float = 0.0,
+                gateway: tuple[int, bool] | None = None) -> float:
     """Least ``c >= c_min`` (units of ``V``) of one node's MILP (module docstring), as
     ``1 / lambda`` of its throughput form; from the dual bound on ``lambda`` when the time
-    limit stops it."""
+    limit stops it. ``gateway = (g, True)`` adds the row "at least one link to a node outside
+    the node's ``g``-th group", ``(g, False)`` "no such link" (:mod:`.gateway`)."""
     d, out_v, in_v, ring_data, cand = key
     J = [k for k, cnt in cand for _ in range(cnt)]
     nj = len(J)
@@ -162,7 +165,7 @@ def _solve_node(key, time_limit: float | None, c_min: float = 0.0) -> float:
         di, dv, ai, av = [D, 0], [1.0, -bo], [A, 0], [1.0, -bi]
         for g, (e, _no) in enumerate(ring_data):
             kind, a, b = share_cols[g]
-            succ, pred = role[g]
+            succ, pred = role[g][:2]
             if kind == "free":
                 if succ:
                     di.append(a + j)
@@ -184,7 +187,7 @@ def _solve_node(key, time_limit: float | None, c_min: float = 0.0) -> float:
             rows.add(list(range(a, a + nj)) + [0], [1.0] * nj + [-e], -INF, 0.0)
             rows.add(list(range(b, b + nj)) + [0], [1.0] * nj + [-e], -INF, 0.0)
             for j, k in enumerate(J):
-                succ, pred = k[3][g]
+                succ, pred = k[3][g][:2]
                 col_up[a + j] = INF if succ else 0.0
                 col_up[b + j] = INF if pred else 0.0
         else:
@@ -196,6 +199,13 @@ def _solve_node(key, time_limit: float | None, c_min: float = 0.0) -> float:
     integer = np.zeros(nc, bool)
     integer[x0:f0] = True
     col_up[x0:f0] = float(d)
+    if gateway is not None:
+        g0, leaves = gateway
+        out_j = [x0 + j for j, k in enumerate(J) if not k[3][g0][2]]
+        if leaves:
+            rows.add(out_j, [1.0] * len(out_j), 1.0, INF)
+        else:
+            col_up[out_j] = 0.0
     # c >= the ideal switch of v and of every candidate, and >= c_min
     c_lo = max(c_min, max(out_v, in_v, max((k[2] for k in J), default=0.0)) / d)
     if c_lo <= 0:
@@ -235,7 +245,7 @@ def _pass(instance: Instance, scope: str, nodes, budget: float,
         left = budget - (time.perf_counter() - t0)
         if left <= 0:
             break
-        key, _V = node_problem(instance, int(v), scope)
+        key, _V, _groups = node_problem(instance, int(v), scope)
         lo = floor.get(int(v), 0.0)
         if (key, lo) not in solved:
             solved[key, lo] = max(lo, _solve_node(key, left, lo))
