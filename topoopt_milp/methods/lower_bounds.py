@@ -1,7 +1,8 @@
 """``lower-bounds``: the best valid lower bound of a ring scope, as a method (no solution).
 
 The bounds themselves are :mod:`topoopt_milp.methods.bounds.counting` and
-:mod:`topoopt_milp.methods.bounds.neighbourhood` (with their validity proofs); this module
+:mod:`topoopt_milp.methods.bounds.neighbourhood` and :mod:`topoopt_milp.methods.bounds.gateway`
+(with their validity proofs); this module
 is the method: it reports the largest of them for the ``rings`` scope, plus the alloc-benders
 master's bound after ``master_time`` seconds, stored like any run so that tables measure every
 covered solution against it.
@@ -33,6 +34,7 @@ from ..core.sizes import dense_estimate
 from ..core.spec import MethodSpec
 from .alloc_benders.decomposition import master_bound
 from .bounds.counting import BOUNDS
+from .bounds.gateway import gateway_bound
 from .bounds.neighbourhood import neighbourhood_bound
 from .result_step import honest_result
 
@@ -47,6 +49,9 @@ class LowerBoundParams(Params):
     neighbourhood_time: float = knob(
         30.0, "lower-bounds: seconds for the neighbourhood bound (one MILP per distinct node: its "
               "d links and what its neighbours can forward; 0: skipped).", minimum=0)
+    gateway_time: float = knob(
+        30.0, "lower-bounds: seconds for the gateway bound (per AllReduce group: the links its "
+              "members must spend on leaving it; 0: skipped).", minimum=0)
 
 
 def bound_scope(instance: Instance | None, options: SolveOptions) -> Scope:
@@ -59,7 +64,8 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     """``lower-bounds``: the best of the cheap bounds for the ``rings`` scope (``choose``: the
     TotientPerms orders, alloc-milp's ring space; ``any``: every ring order), the
     neighbourhood bound of that scope within ``neighbourhood_time`` seconds
-    (:mod:`topoopt_milp.methods.bounds.neighbourhood`), plus the
+    (:mod:`topoopt_milp.methods.bounds.neighbourhood`) and the gateway bound within
+    ``gateway_time`` (:mod:`topoopt_milp.methods.bounds.gateway`), plus the
     alloc-benders master's bound after ``master_time`` seconds (``choose`` only; 0: skipped).
     Returns no solution, only the bound and its scope (status ``no_solution``), so that
     tables measure every covered solution against it."""
@@ -82,15 +88,18 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
             skipped.append(name)
         else:
             values[name] = value
-    budget = p.neighbourhood_time
-    left = options.time_left()
-    if left is not None:  # the method's time limit covers every bound it runs
-        budget = min(budget, max(0.0, left - p.master_time - RESERVE_S))
-    if budget > 0:
-        # "totient" couples successor and predecessor shares through one split: never lower
-        values[f"neighbourhood_{scope_name}"] = neighbourhood_bound(instance, scope_name, budget)
-    elif p.neighbourhood_time > 0:
-        skipped.append(f"neighbourhood_{scope_name}")
+    for name, seconds, bound_fn in (("neighbourhood", p.neighbourhood_time, neighbourhood_bound),
+                                    ("gateway", p.gateway_time, gateway_bound)):
+        left = options.time_left()
+        later = p.master_time + (p.gateway_time if name == "neighbourhood" else 0.0)
+        if left is not None:  # the method's time limit covers every bound it runs
+            seconds = min(seconds, max(0.0, (left - RESERVE_S) * seconds
+                                       / max(seconds + later, 1e-9)))
+        if seconds > 0:
+            # "totient" couples successor and predecessor shares through one split: never lower
+            values[f"{name}_{scope_name}"] = bound_fn(instance, scope_name, seconds)
+        elif p.neighbourhood_time > 0 if name == "neighbourhood" else p.gateway_time > 0:
+            skipped.append(f"{name}_{scope_name}")
     if p.master_time > 0 and scope_name == "totient":
         left = options.time_left()
         budget = p.master_time if left is None else min(p.master_time, left - RESERVE_S)
@@ -153,5 +162,5 @@ def _child(f, instance: Instance, send) -> None:
 SPEC = MethodSpec(
     "lower-bounds", "alloc", "exact", "analytic", LowerBoundParams, solve,
     "lower bounds only (no solution): port-aware hop counting, cut-sets, ideal switch, Moore, "
-    "the neighbourhood MILPs, optionally the Benders master", scope=bound_scope,
+    "the neighbourhood and gateway MILPs, optionally the Benders master", scope=bound_scope,
     memory=lambda i, o: dense_estimate(i))

@@ -30,12 +30,13 @@ byte on an arc by its origin and destination:
   in_u)``.
 
 Every solution of time ``T`` thus gives integers ``x_v. >= 0`` with ``sum_u x_vu <= d`` and
-flows meeting these rows at ``c = B T``. The MILP below minimises ``c`` over them (``x_vu =
-sum_k z_vuk``, binary ``z_vu1 >= z_vu2 >= ...``, the capacity ``c x_vu`` written as ``sum_k
-w_vuk`` with ``w_vuk <= c`` and ``w_vuk <= c_max z_vuk``; exact for ``c <= c_max``, and the
-bound is ``c_max`` when nothing below it is feasible), so its optimum, and even its dual bound
-after a time limit, is at most ``B T``: ``T >= c_v / B`` for every ``v``, and the bound is
-``max_v c_v / B`` over the nodes examined (any subset gives a valid bound).
+flows meeting these rows at ``c = B T``. Dividing every flow by ``c`` turns the rows linear in
+``lambda = 1 / c`` (the capacity ``c x_vu`` becomes ``x_vu``, ``sigma_u`` becomes ``d - lambda
+max(out_u, in_u)``, the demands ``lambda b_vu``, the ring shares ``lambda e_g phi_gu`` with
+``sum_u lambda phi_gu = lambda``), so the MILP "maximise ``lambda``" over integer ``x_v.``
+has an optimum ``lambda_v >= 1 / (B T)``; its dual bound after any time limit is at least
+``lambda_v``. Hence ``T >= c_v / B`` with ``c_v = 1 / lambda_v`` for every ``v``, and the
+bound is ``max_v c_v / B`` over the nodes examined (any subset of nodes gives a valid bound).
 
 Ring scope. ``"any"``: ``phi_g`` and ``pi_g`` are any distributions over the other members
 (a relaxation of any split over any orders). ``"totient"``: they come from one split ``tau_g``
@@ -75,7 +76,7 @@ def _ring_roles(instance: Instance, v: int, scope: str):
     ``((0,), (0,))`` for every other member (``"any"``, whose order count is given as 0: the
     shares are then free distributions)."""
     out = []
-    for g in instance.allreduce:
+    for gi, g in enumerate(instance.allreduce):
         if g.edge_bytes <= 0 or v not in g.members:
             continue
         ms = sorted(g.members)
@@ -93,7 +94,8 @@ def _ring_roles(instance: Instance, v: int, scope: str):
                 roles.setdefault(ms[(j - m) % k], ([], []))[1].append(c)
             norders = len(steps)
         out.append((g.edge_bytes, norders if scope == "totient" else 0,
-                    {u: (tuple(a), tuple(b)) for u, (a, b) in roles.items()}))
+                    {u: (tuple(a), tuple(b), True) for u, (a, b) in roles.items()}
+                    | {u: ((), (), True) for u in ms if u != v and u not in roles}, gi))
     return out
 
 
@@ -123,28 +125,28 @@ def node_problem(instance: Instance, v: int, scope: str = "any"):
     for u in range(n):
         if u == v:
             continue
-        role = tuple(r[2].get(u, ((), ())) for r in rings)
+        role = tuple(r[2].get(u, ((), (), False)) for r in rings)
         key = (round(mp[v, u] / V, 12), round(mp[u, v] / V, 12), round(load[u] / V, 12), role)
         classes[key] = min(d, classes.get(key, 0) + 1)
     cand = tuple(sorted(classes.items(), key=repr))
-    ring_data = tuple((round(e / V, 12), no) for e, no, _ in rings)
+    ring_data = tuple((round(e / V, 12), no) for e, no, _, _ in rings)
     key = (d, round(out[v] / V, 12), round(inn[v] / V, 12), ring_data, cand)
-    return key, V
+    return key, V, tuple(gi for *_, gi in rings)
 
 
-def _solve_node(key, c_max: float, time_limit: float | None) -> float:
-    """Least ``c`` (units of ``V``) of one node's MILP (module docstring); its dual bound when
-    the time limit stops it; ``c_max`` when nothing up to ``c_max`` is feasible."""
+def _solve_node(key, time_limit: float | None, c_min: float = 0.0,
+                gateway: tuple[int, bool] | None = None) -> float:
+    """Least ``c >= c_min`` (units of ``V``) of one node's MILP (module docstring), as
+    ``1 / lambda`` of its throughput form; from the dual bound on ``lambda`` when the time
+    limit stops it. ``gateway = (g, True)`` adds the row "at least one link to a node outside
+    the node's ``g``-th group", ``(g, False)`` "no such link" (:mod:`.gateway`)."""
     d, out_v, in_v, ring_data, cand = key
     J = [k for k, cnt in cand for _ in range(cnt)]
     nj = len(J)
-    # columns: c | z[j,k] | w[j,k] | D,G,A,H[j] | ring shares
-    z0 = 1
-    w0 = z0 + nj * d
-    f0 = w0 + nj * d
-    r0 = f0 + 4 * nj
-    share_cols = []  # per group: ("any": S[j], P[j] columns) or ("totient": tau columns)
-    col = r0
+    # columns: lambda | x[j] | D,G,A,H[j] | ring shares (all scaled by lambda = 1 / c)
+    x0, f0 = 1, 1 + nj
+    share_cols = []  # per group: ("free", S[j] start, P[j] start) or ("tau", start, orders)
+    col = f0 + 4 * nj
     for _e, norders in ring_data:
         if norders == 0:  # "any": free successor and predecessor distributions
             share_cols.append(("free", col, col + nj))
@@ -154,23 +156,16 @@ def _solve_node(key, c_max: float, time_limit: float | None) -> float:
             col += norders
     nc = col
     rows = _Rows()
-    rows.add(list(range(z0, z0 + nj * d)), [1.0] * (nj * d), -INF, d)
+    rows.add(list(range(x0, x0 + nj)), [1.0] * nj, -INF, d)
     for j, (bo, bi, load_u, role) in enumerate(J):
-        zs = [z0 + j * d + k for k in range(d)]
-        ws = [w0 + j * d + k for k in range(d)]
-        for k in range(d):
-            if k + 1 < d:
-                rows.add([zs[k], zs[k + 1]], [1.0, -1.0], 0.0, INF)
-            rows.add([ws[k], 0], [1.0, -1.0], -INF, 0.0)
-            rows.add([ws[k], zs[k]], [1.0, -c_max], -INF, 0.0)
         D, G, A, H = f0 + 4 * j, f0 + 4 * j + 1, f0 + 4 * j + 2, f0 + 4 * j + 3
-        rows.add([D, G] + ws, [1.0, 1.0] + [-1.0] * d, -INF, 0.0)
-        rows.add([A, H] + ws, [1.0, 1.0] + [-1.0] * d, -INF, 0.0)
-        rows.add([G, H, 0], [1.0, 1.0, -float(d)], -INF, -load_u)
-        di, dv, ai, av = [D], [1.0], [A], [1.0]
+        rows.add([D, G, x0 + j], [1.0, 1.0, -1.0], -INF, 0.0)
+        rows.add([A, H, x0 + j], [1.0, 1.0, -1.0], -INF, 0.0)
+        rows.add([G, H, 0], [1.0, 1.0, load_u], -INF, float(d))
+        di, dv, ai, av = [D, 0], [1.0, -bo], [A, 0], [1.0, -bi]
         for g, (e, _no) in enumerate(ring_data):
             kind, a, b = share_cols[g]
-            succ, pred = role[g]
+            succ, pred = role[g][:2]
             if kind == "free":
                 if succ:
                     di.append(a + j)
@@ -183,36 +178,44 @@ def _solve_node(key, c_max: float, time_limit: float | None) -> float:
                 dv += [-e] * len(succ)
                 ai += [a + c for c in pred]
                 av += [-e] * len(pred)
-        rows.add(di, dv, -INF, bo)
-        rows.add(ai, av, -INF, bi)
-    col_lo, col_up = np.zeros(nc), np.full(nc, INF)
+        rows.add(di, dv, -INF, 0.0)
+        rows.add(ai, av, -INF, 0.0)
+    col_up = np.full(nc, INF)
     for g, (e, _no) in enumerate(ring_data):
         kind, a, b = share_cols[g]
         if kind == "free":
-            rows.add(list(range(a, a + nj)), [1.0] * nj, -INF, e)
-            rows.add(list(range(b, b + nj)), [1.0] * nj, -INF, e)
+            rows.add(list(range(a, a + nj)) + [0], [1.0] * nj + [-e], -INF, 0.0)
+            rows.add(list(range(b, b + nj)) + [0], [1.0] * nj + [-e], -INF, 0.0)
             for j, k in enumerate(J):
-                succ, pred = k[3][g]
-                col_up[a + j] = e if succ else 0.0
-                col_up[b + j] = e if pred else 0.0
+                succ, pred = k[3][g][:2]
+                col_up[a + j] = INF if succ else 0.0
+                col_up[b + j] = INF if pred else 0.0
         else:
-            rows.add(list(range(a, a + b)), [1.0] * b, 1.0, 1.0)
+            rows.add(list(range(a, a + b)) + [0], [1.0] * b + [-1.0], 0.0, 0.0)
     own_out = [f0 + 4 * j for j in range(nj)] + [f0 + 4 * j + 1 for j in range(nj)]
     own_in = [f0 + 4 * j + 2 for j in range(nj)] + [f0 + 4 * j + 3 for j in range(nj)]
-    rows.add(own_out, [1.0] * len(own_out), out_v, INF)
-    rows.add(own_in, [1.0] * len(own_in), in_v, INF)
+    rows.add(own_out + [0], [1.0] * len(own_out) + [-out_v], 0.0, INF)
+    rows.add(own_in + [0], [1.0] * len(own_in) + [-in_v], 0.0, INF)
     integer = np.zeros(nc, bool)
-    integer[z0:w0] = True
-    col_up[z0:w0] = 1.0
-    col_lo[0] = max(out_v, in_v, max((k[2] for k in J), default=0.0)) / d
-    col_up[0] = c_max
-    if col_lo[0] > c_max:
-        return c_max
+    integer[x0:f0] = True
+    col_up[x0:f0] = float(d)
+    if gateway is not None:
+        g0, leaves = gateway
+        out_j = [x0 + j for j, k in enumerate(J) if not k[3][g0][2]]
+        if leaves:
+            rows.add(out_j, [1.0] * len(out_j), 1.0, INF)
+        else:
+            col_up[out_j] = 0.0
+    # c >= the ideal switch of v and of every candidate, and >= c_min
+    c_lo = max(c_min, max(out_v, in_v, max((k[2] for k in J), default=0.0)) / d)
+    if c_lo <= 0:
+        return 0.0
+    col_up[0] = 1.0 / c_lo
     cost = np.zeros(nc)
     cost[0] = 1.0
     A_ = coo_matrix((rows.v, (rows.r, rows.c)), shape=(len(rows.lo), nc)).tocsc()
-    model = MatrixModel(A_, cost, col_lo, col_up, np.array(rows.lo), np.array(rows.up),
-                        integer, [])
+    model = MatrixModel(A_, cost, np.zeros(nc), col_up, np.array(rows.lo), np.array(rows.up),
+                        integer, [], maximize=True)
     h = new_highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("mip_rel_gap", 1e-6)
@@ -221,23 +224,43 @@ def _solve_node(key, c_max: float, time_limit: float | None) -> float:
     h.passModel(highs_lp(model))
     h.run()
     status = h.getModelStatus()
-    if status == highspy.HighsModelStatus.kInfeasible:
-        return c_max
-    if status == highspy.HighsModelStatus.kOptimal:
-        return float(h.getInfo().mip_dual_bound)
-    if status not in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kInterrupt):
+    if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit,
+                      highspy.HighsModelStatus.kInterrupt):
         raise RuntimeError(f"neighbourhood MILP: {h.modelStatusToString(status)}")
-    # stopped early: the dual bound is still a lower bound on the node's least c
-    bound = float(h.getInfo().mip_dual_bound)
-    return max(bound, float(col_lo[0])) if math.isfinite(bound) else float(col_lo[0])
+    # the dual bound on lambda (an upper bound: maximisation) gives c >= 1 / lambda_ub
+    lam_ub = float(h.getInfo().mip_dual_bound)
+    if not math.isfinite(lam_ub) or lam_ub <= 0:  # no dual bound yet: the floor is valid
+        return c_lo
+    return max(c_lo, 1.0 / min(lam_ub, col_up[0]))
+
+
+def _pass(instance: Instance, scope: str, nodes, budget: float,
+          floor: dict[int, float]) -> dict[int, float]:
+    """Least ``c`` (units of ``V``) of each node of ``nodes`` in turn until ``budget`` seconds
+    are spent; ``floor[v]`` is a known lower bound on it (the ``"any"`` value)."""
+    t0 = time.perf_counter()
+    solved: dict[tuple, float] = {}
+    values: dict[int, float] = {}
+    for v in nodes:
+        left = budget - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        key, _V, _groups = node_problem(instance, int(v), scope)
+        lo = floor.get(int(v), 0.0)
+        if (key, lo) not in solved:
+            solved[key, lo] = max(lo, _solve_node(key, left, lo))
+        values[int(v)] = solved[key, lo]
+    return values
 
 
 def neighbourhood_bound(instance: Instance, scope: str = "any", time_limit: float = 30.0,
-                        c_max: float = 4.0, info: dict | None = None) -> float:
-    """``max_v c_v / B`` over the nodes examined within ``time_limit`` seconds, busiest first
-    (module docstring); seconds. ``c_max`` is in units of the ideal-switch capacity (the bound
-    never exceeds ``c_max`` times the ideal switch). ``info`` (if given) receives the nodes
-    examined, the distinct MILPs solved and the node that attains the bound."""
+                        info: dict | None = None) -> float:
+    """``max_v c_v / B`` over the nodes examined within ``time_limit`` seconds (module
+    docstring); seconds. The ``"any"`` MILPs run first, busiest node first; for ``"totient"``
+    they get half the budget, and the ``"totient"`` MILPs then run from the node with the
+    highest ``"any"`` value down, each started from that value (a valid floor: the
+    ``"any"`` MILP relaxes the ``"totient"`` one). ``info`` (if given)
+    receives the nodes examined per scope and the node that attains the bound."""
     if scope not in SCOPES:
         raise ValueError(f"scope: unknown {scope!r} (known: {', '.join(SCOPES)})")
     t0 = time.perf_counter()
@@ -245,21 +268,18 @@ def neighbourhood_bound(instance: Instance, scope: str = "any", time_limit: floa
     load = np.maximum(out, inn)
     if instance.total_bytes() <= 0 or instance.degree < 1:
         return 0.0
-    B = instance.link_bytes_per_s
-    best, arg, solved, examined = 0.0, -1, {}, 0
-    for v in np.argsort(-load, kind="stable"):
+    V = float(load.max()) / instance.degree
+    busy = [int(v) for v in np.argsort(-load, kind="stable") if load[v] > 0]
+    values = _pass(instance, "any", busy, time_limit * (0.5 if scope == "totient" else 1.0), {})
+    examined = {"any": len(values)}
+    if scope == "totient":
+        nodes = sorted(values, key=lambda v: (-values[v], -load[v]))
         left = time_limit - (time.perf_counter() - t0)
-        if left <= 0:
-            break
-        if load[v] <= 0:
-            continue
-        key, V = node_problem(instance, int(v), scope)
-        if key not in solved:
-            solved[key] = _solve_node(key, c_max, left) * V
-        examined += 1
-        if solved[key] > best:
-            best, arg = solved[key], int(v)
+        tot = _pass(instance, "totient", nodes, left, values)
+        examined["totient"] = len(tot)
+        values.update(tot)
+    arg = max(values, key=values.get) if values else -1
+    best = values[arg] * V if values else 0.0
     if info is not None:
-        info.update(examined=examined, distinct=len(solved), node=arg,
-                    seconds=time.perf_counter() - t0)
-    return best / B
+        info.update(examined=examined, node=arg, seconds=time.perf_counter() - t0)
+    return float(best / instance.link_bytes_per_s)
