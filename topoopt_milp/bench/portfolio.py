@@ -59,6 +59,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .. import registry
@@ -317,7 +318,7 @@ def _check_reserve(instance: Instance) -> float:
 def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
             exact_max_n: int = EXACT_MAX_N, family: str = "", seed: int = 0,
             on_record: Callable[[dict[str, Any]], None] | None = None,
-            instance_path: str | None = None) -> Certificate:
+            instance_path: str | None = None, started: float | None = None) -> Certificate:
     """Run the portfolio on ``instance`` for ``time_limit`` seconds of wall clock (module
     docstring) and return its :class:`Certificate`.
 
@@ -336,12 +337,15 @@ def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
     on_record : callable, optional
         Called with every run's store record as it finishes (``bench`` / ``reproduce``
         write them to their run store, so the tables see the same runs).
+    started : float, optional
+        When the budget started (:func:`time.monotonic`); the command line passes its
+        process's start, so that its own start-up counts against the budget too.
     """
-    t0 = time.monotonic()
+    t0 = time.monotonic() if started is None else float(started)
     jobs = jobs or os.cpu_count() or 1
     deadline = t0 + float(time_limit)
     reserve = _check_reserve(instance)
-    finish = min(0.1 * time_limit, 0.5 + reserve)  # parent: re-check and write the answer
+    finish = 1.0 + reserve  # the parent's last step: re-check and write the answer
     hard_end = t0 + hard_end_s(time_limit) - finish
     cert = Certificate(instance.name, float(time_limit), fixed_topology=instance.topology is not None)
     analytic = lower_bound(instance)
@@ -501,6 +505,19 @@ def _verify(instance: Instance, cert: Certificate) -> None:
             if b.scope.covers(inc.features) and b.value > inc.objective * (1 + NEGATIVE_TOL) + 1e-15:
                 cert.invalid.append(f"bound {b.value:.9g} of {b.by} exceeds {inc.by}'s "
                                     f"objective {inc.objective:.9g}")
+
+
+def process_start() -> float:
+    """This process's start on the :func:`time.monotonic` clock (Linux: from
+    ``/proc/self/stat``; elsewhere: now)."""
+    now = time.monotonic()
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot_s = float(Path("/proc/uptime").read_text().split()[0])
+        age = boot_s - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return now
+    return now - max(0.0, age)
 
 
 def write_best(cert: Certificate, path: str) -> None:
