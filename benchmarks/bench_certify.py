@@ -157,7 +157,7 @@ def main(argv=None) -> int:
         fam = instance_family(inst, f.path)
         load = load1()
         data, wall, err = run_one(f.path, args.time_limit, args.jobs)
-        key = (fam, workload_of(inst.meta), inst.n, inst.degree, float(inst.link_gbps))
+        key = (fam, workload_of(inst.to_dict()["meta"]), inst.n, inst.degree, float(inst.link_gbps))
         o = old.get(key)
         row = {"family": fam, "instance": inst.name, "n": inst.n, "degree": inst.degree,
                "load_1min": round(load, 2), "time_limit_s": args.time_limit,

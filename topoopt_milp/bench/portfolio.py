@@ -304,6 +304,20 @@ def _run_summary(rec: dict[str, Any]) -> dict[str, Any]:
                                     "time_limit", "error")}
 
 
+def store_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """A run's record as a run store takes it (without the portfolio's own keys)."""
+    return {k: v for k, v in rec.items() if k not in ("solution_file", "certify_entry")}
+
+
+def portfolio_run_key(instance_hash: str, entry: Entry, k: int, time_limit: float,
+                      family: str = "", seed: int = 0) -> str:
+    """The run key of the ``k``-th run of a portfolio with budget ``time_limit``: the same
+    for the same plan, so that a resumed ``reproduce`` knows an instance already certified
+    (its time limit, the remaining budget, is left out)."""
+    params = {**entry.knobs, "certify_s": float(time_limit), "certify_run": k}
+    return run_key(instance_hash, entry.method, params, seed, family)
+
+
 def hard_end_s(time_limit: float) -> float:
     """The promise: the whole call returns within ``max(1.2 T, T + 5)`` seconds."""
     return max(1.2 * time_limit, time_limit + 5.0)
@@ -375,9 +389,8 @@ def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
         spec = registry.get(entry.method)
         knobs = {**entry.knobs, "time_limit": round(remaining, 3)}
         params = spec.options(knobs, seed=seed, strict=False).as_params()
-        key_params = {**params, "certify_s": float(time_limit), "certify_run": k}
-        key_params.pop("time_limit", None)
-        task = Task(run_key=run_key(ihash, spec.name, key_params, seed, family), instance=data,
+        key = portfolio_run_key(ihash, entry, k, time_limit, family, seed)
+        task = Task(run_key=key, instance=data,
                     instance_path=instance_path, family=family, method=method_record(spec),
                     params=params, seed=seed, hard_limit_s=max(0.5, hard_end - time.monotonic()),
                     instance_hash=ihash,
@@ -392,10 +405,10 @@ def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
 
     def absorb(k: int, entry: Entry, rec: dict[str, Any]) -> None:
         nonlocal best_path
+        if on_record is not None:
+            on_record(store_record(rec))
         rec["certify_entry"] = entry.label
         cert.records.append(rec)
-        if on_record is not None:
-            on_record(rec)
         status = rec.get("status")
         if status == "error":
             log.info("certify: %s: %s", entry.label, rec.get("error"))
@@ -468,12 +481,12 @@ def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
                 if rec.get("status") != "error":
                     absorb(kk, entry, rec)
                 else:
-                    rec["certify_entry"] = entry.label
                     rec["error"] = "certify: stopped (gap closed or budget spent); " + str(
                         rec.get("error"))
-                    cert.records.append(rec)
                     if on_record is not None:
-                        on_record(rec)
+                        on_record(store_record(rec))
+                    rec["certify_entry"] = entry.label
+                    cert.records.append(rec)
         _verify(instance, cert)
     finally:
         stop.set()
