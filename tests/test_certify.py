@@ -119,8 +119,8 @@ def test_certificate_measures_gaps_in_covering_scopes():
     cert = portfolio.Certificate("x", 10.0)
     tp = Features("h", None, 1, True, 1, "r")
     other = Features("h2", None, 1, False, 1, "r2")
-    cert.best = portfolio.Incumbent(10.0, "a", other, {})
-    cert.best_totient = portfolio.Incumbent(12.0, "b", tp, {})
+    cert.best = portfolio.Incumbent(10.0, "a", other, "")
+    cert.best_totient = portfolio.Incumbent(12.0, "b", tp, "")
     cert.bounds = [portfolio.Bound(8.0, "analytic", ANALYTIC),
                    portfolio.Bound(11.0, "alloc-milp", Scope(rings="totient")),
                    portfolio.Bound(99.0, "route", Scope(topology="fixed", topology_hash="h"))]

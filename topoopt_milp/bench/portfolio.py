@@ -181,7 +181,8 @@ class Incumbent:
     objective: float
     by: str
     features: Features | None
-    solution: dict  # the topoopt-solution/1 object, as its run wrote it
+    path: str  # the solution file its run wrote (read once, at the end)
+    solution: dict | None = None  # the topoopt-solution/1 object, once read and re-checked
 
 
 @dataclass
@@ -431,12 +432,9 @@ def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
             cert.best_totient is None or obj < cert.best_totient.objective * (1 - 1e-12))
         if not (better or better_tp):
             return
-        try:
-            sol = read_solution(path)
-        except Exception as exc:  # noqa: BLE001 - a file the run could not finish is no solution
-            log.warning("certify: %s: solution file unreadable: %s", entry.label, exc)
-            return
-        inc = Incumbent(obj, entry.method, feats, sol)
+        # the file is read only for the answer (_verify): parsing every improving solution
+        # of a large instance would eat the budget
+        inc = Incumbent(obj, entry.method, feats, path)
         if better:
             cert.best, best_path = inc, path
         if better_tp:
@@ -510,7 +508,11 @@ def _verify(instance: Instance, cert: Certificate) -> None:
         if inc is None:
             continue
         if id(inc) not in verdicts:
-            verdicts[id(inc)] = check_solution(inst, inc.solution)
+            try:
+                inc.solution = read_solution(inc.path)
+                verdicts[id(inc)] = check_solution(inst, inc.solution)
+            except Exception as exc:  # noqa: BLE001 - an unreadable file is no solution
+                verdicts[id(inc)] = [f"solution file unreadable: {exc}"]
         problems = verdicts[id(inc)]
         if problems:
             log.error("certify: the checker rejects %s's solution: %s", inc.by, problems[0])
@@ -543,7 +545,7 @@ def write_best(cert: Certificate, path: str) -> None:
     import json
     from pathlib import Path
 
-    if cert.best is None:
+    if cert.best is None or cert.best.solution is None:
         raise ValueError("certify: no solution to write")
     sol = dict(cert.best.solution)
     info = dict(sol.get("info") or {})
