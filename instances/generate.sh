@@ -3,7 +3,7 @@
 # same seed, same bytes). Run from the repository root:
 #   bash instances/generate.sh              every section (coopt/ takes ~20 min on 2 cores)
 #   bash instances/generate.sh coopt mixed  only these sections
-# Sections: small circulant dnn llm bandwidth mixed coopt.
+# Sections: small circulant alltoall dnn llm bandwidth mixed coopt.
 set -euo pipefail
 cd "$(dirname "$0")"
 T=${TOPOOPT_MILP:-topoopt-milp}
@@ -32,6 +32,17 @@ gen_circulant() {
       [ "$d" -lt "$n" ] || continue
       $T generate uniform --n $n --degree $d --gbps 100 --bytes 1e7 --out circulant/uniform-n$n-d$d.json
     done
+  done
+}
+
+# alltoall/: uniform all-to-all reference rows at the paper's scale, 1e6 bytes per pair, certified
+# against the Moore/Cerf average-distance bound (the Graph Golf figures are beside them in README)
+gen_alltoall() {
+  mkdir -p alltoall
+  for nd in "64 4" "128 4" "128 8" "256 8"; do
+    set -- $nd
+    $T generate uniform --n $1 --degree $2 --gbps 100 --bytes 1e6 --name alltoall-n$1-d$2 \
+       --out alltoall/alltoall-n$1-d$2.json
   done
 }
 
@@ -112,7 +123,7 @@ gen_coopt() {
   done
 }
 
-SECTIONS=(small circulant dnn llm bandwidth mixed coopt)
+SECTIONS=(small circulant alltoall dnn llm bandwidth mixed coopt)
 for section in "${@:-${SECTIONS[@]}}"; do
   case " ${SECTIONS[*]} " in
     *" $section "*) "gen_$section" ;;

@@ -119,8 +119,8 @@ def test_certificate_measures_gaps_in_covering_scopes():
     cert = portfolio.Certificate("x", 10.0)
     tp = Features("h", None, 1, True, 1, "r")
     other = Features("h2", None, 1, False, 1, "r2")
-    cert.best = portfolio.Incumbent(10.0, "a", other, {})
-    cert.best_totient = portfolio.Incumbent(12.0, "b", tp, {})
+    cert.best = portfolio.Incumbent(10.0, "a", other, "")
+    cert.best_totient = portfolio.Incumbent(12.0, "b", tp, "")
     cert.bounds = [portfolio.Bound(8.0, "analytic", ANALYTIC),
                    portfolio.Bound(11.0, "alloc-milp", Scope(rings="totient")),
                    portfolio.Bound(99.0, "route", Scope(topology="fixed", topology_hash="h"))]
@@ -130,3 +130,20 @@ def test_certificate_measures_gaps_in_covering_scopes():
     assert cert.gap_pct("totient") == pytest.approx(100 * 1 / 12)
     assert cert.status == "feasible"
     assert set(portfolio.JSON_KEYS) <= set(cert.to_json())
+
+
+def test_reproduce_runs_the_portfolio_into_its_store_and_resumes(tmp_path):
+    """`reproduce`'s Certify step: the portfolio's runs land in the run store as ordinary
+    rows (the tables see them), and a second pass skips the certified instance."""
+    from topoopt_milp.bench.reproduce import Certify, run_certify
+    from topoopt_milp.bench.store import load_runs
+
+    path = tmp_path / "a2a-n5-d2.json"
+    a2a(5, 2).save(path)
+    store = tmp_path / "runs.sqlite"
+    run_certify([path], store, Certify("x", ("*.json",), 4), jobs=2)
+    runs = load_runs(store)
+    assert runs["objective"].notna().any()  # the solutions are stored, not only the answer
+    assert runs["run_key"].is_unique
+    run_certify([path], store, Certify("x", ("*.json",), 4), jobs=2)
+    assert len(load_runs(store)) == len(runs)

@@ -50,6 +50,8 @@ COMMANDS = {
     "dnn/vgg16-n16-d4.json": ["workload", "vgg16", "--n", "16", "--degree", "4", "--gbps", "100"],
     "llm/gpt3-1.3b-n16-d4-pp4tp4.json": ["workload", "gpt3-1.3b", "--n", "16", "--degree", "4",
                                          "--gbps", "100", "--strategy", "pp=4,tp=4"],
+    "alltoall/alltoall-n64-d4.json": ["generate", "uniform", "--n", "64", "--degree", "4", "--gbps",
+                                      "100", "--bytes", "1e6", "--name", "alltoall-n64-d4"],
     "mixed/mixed-n12-d4-g2-mp35.json": ["generate", "mixed", "--n", "12", "--degree", "4", "--gbps",
                                         "100", "--seed", "0", "--groups", "2", "--mp-share", "0.35",
                                         "--name", "mixed-n12-d4-g2-mp35"],
@@ -118,3 +120,15 @@ def test_a_coopt_file_regenerates_from_its_recorded_command(tmp_path):
     r = CliRunner().invoke(main, [*cmd[1:], "--instance-out", str(out)])
     assert r.exit_code == 0, r.output
     assert out.read_bytes() == rel.read_bytes()
+
+
+def test_alltoall_reference_rows():
+    """The four uniform all-to-all rows of issue 16, 1e6 bytes per pair, no AllReduce."""
+    assert (LIBRARY / "alltoall" / "README.md").is_file()
+    got = {}
+    for f in sorted((LIBRARY / "alltoall").glob("*.json")):
+        inst = Instance.load(f)
+        assert not inst.allreduce and len(inst.mp) == inst.n * (inst.n - 1), f
+        assert {float(b) for _, _, b in inst.mp} == {1e6}, f
+        got[(inst.n, inst.degree)] = f.stem
+    assert set(got) == {(64, 4), (128, 4), (128, 8), (256, 8)}

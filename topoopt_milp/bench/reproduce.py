@@ -23,6 +23,11 @@ written only for a family that is the plain name of a folder of the library.
 
 The ``quick`` plan is a subset (small instances, short limits) that runs in a few minutes on
 2 cores; the full plan is what the committed ``results/`` were made with.
+
+The headline families (``coopt``, ``mixed``) and the ``alltoall`` reference rows are solved by
+the ``certify`` portfolio (:class:`Certify`, :mod:`.portfolio`): every registered method chosen
+by its spec, each run stored like a sweep's, so the tables and the headline see exactly the
+runs ``certify`` makes.
 """
 
 from __future__ import annotations
@@ -34,11 +39,13 @@ from pathlib import Path
 import pandas as pd
 
 from .gaps import SOLVED, run_gaps
-from .names import file_component, inside
+from .names import display_path, file_component, inside
 from .plots import NoDataError, plot_gap, plot_iteration, plot_profile, plot_runtime
+from .portfolio import certify, portfolio_run_key
+from .portfolio import plan as portfolio_plan
 from .report import write_report
-from .runner import build_tasks, run_sweep
-from .store import load_runs
+from .runner import build_tasks, instance_family, read_instance_file, run_sweep
+from .store import RunStore, load_runs
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +68,16 @@ class Sweep:
     settings: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Certify:
+    """The ``certify`` portfolio with budget ``time_limit`` on every instance matching
+    ``patterns`` (each instance in turn, its runs on all the plan's cores)."""
+
+    family: str
+    patterns: tuple[str, ...]
+    time_limit: float
+
+
 QUICK = (
     Sweep("small", ("small/sparse-n6-*.json", "small/sparse-n8-d4-s0.json", "small/dlrm-n8-*.json"),
           (*HEURISTICS, "alloc-milp", "alloc-cpsat", "joint-cpsat"), time_limit=20),
@@ -68,10 +85,8 @@ QUICK = (
                         "circulant/uniform-n16-*.json"),
           ("totientperms", "select-milp", "select-cpsat"), time_limit=20),
     Sweep("dnn", ("dnn/*-n16-d4.json",), HEURISTICS, time_limit=20),
-    Sweep("coopt", ("coopt/*-n16-d4.json",), (*DESIGNED, "alloc-alternate"), time_limit=10),
-    Sweep("mixed", ("mixed/mixed-n12-*.json", "mixed/mixed-n16-d4-*.json"),
-          (*DESIGNED, "alloc-alternate"), time_limit=10),
-    Sweep("mixed", ("mixed/mixed-n12-*.json",), ("alloc-benders",), time_limit=20),
+    Certify("coopt", ("coopt/*-n16-d4.json",), time_limit=15),
+    Certify("mixed", ("mixed/mixed-n12-*.json", "mixed/mixed-n16-d4-*.json"), time_limit=15),
 )
 
 FULL = (
@@ -84,16 +99,13 @@ FULL = (
     Sweep("dnn", ("dnn/*.json",), HEURISTICS, time_limit=60, seeds=3),
     Sweep("bandwidth", ("bandwidth/*.json",), HEURISTICS, time_limit=60),
     Sweep("llm", ("llm/*.json",), HEURISTICS, time_limit=60, seeds=3),
-    Sweep("coopt", ("coopt/*.json",), DESIGNED, time_limit=120),
-    Sweep("mixed", ("mixed/*.json",), DESIGNED, time_limit=120),
-    # alloc-alternate uses its whole limit from n = 32 on (76 of the 103 instances): 60 s
-    # keeps the plan near an hour on 2 cores (benchmarks/bench_alternate.py runs it longer)
-    Sweep("coopt", ("coopt/*.json",), ("alloc-alternate",), time_limit=60),
-    Sweep("mixed", ("mixed/*.json",), ("alloc-alternate",), time_limit=60),
-    # the exact decomposition: its bound is the strongest where it is cheap
-    Sweep("coopt", ("coopt/*-n16-d4.json",), ("alloc-benders",), time_limit=60),
-    Sweep("mixed", ("mixed/mixed-n12-*.json", "mixed/mixed-n16-d4-*.json"), ("alloc-benders",),
-          time_limit=60),
+    # the headline families and the all-to-all rows: the certify portfolio (heuristics, their
+    # LP routing, the bounds, the searches, and up to n = 24 the exact models, warm-started);
+    # 60 s per instance keeps the plan near two hours on 2 cores (benchmarks/bench_certify.py
+    # runs it longer)
+    Certify("coopt", ("coopt/*.json",), time_limit=60),
+    Certify("mixed", ("mixed/*.json",), time_limit=60),
+    Certify("alltoall", ("alltoall/*.json",), time_limit=60),
 )
 
 
@@ -117,6 +129,9 @@ def run_plan(library: Path, out: Path, quick: bool, jobs: int = 1, progress: boo
     sweeps = plan(quick)
     for k, sweep in enumerate(sweeps, 1):
         paths = instance_paths(library, sweep)
+        if isinstance(sweep, Certify):
+            run_certify(paths, store, sweep, jobs)
+            continue
         tasks = build_tasks(paths, sweep.methods, sweep.seeds, sweep.time_limit,
                             dict(sweep.settings))
         log.info("sweep %s: %d runs", sweep.family, len(tasks))
@@ -126,6 +141,24 @@ def run_plan(library: Path, out: Path, quick: bool, jobs: int = 1, progress: boo
         log.info("sweep %s: %d ran, %d skipped, %d errors", sweep.family, summary.ran,
                  summary.skipped, summary.errors)
     return store
+
+
+def run_certify(paths: list[Path], store: Path, item: Certify, jobs: int) -> None:
+    """The portfolio on each instance file in turn, every run written to ``store``; an
+    instance whose portfolio with this budget is already in the store is skipped (resume)."""
+    with RunStore(store) as st:
+        finished = st.finished_keys()
+        for path in paths:
+            inst = read_instance_file(path)
+            fam = instance_family(inst, path)
+            entries = portfolio_plan(inst)
+            if entries and portfolio_run_key(inst.content_hash(), entries[0], 0, item.time_limit,
+                                             fam) in finished:
+                log.info("certify %s: already in the store, skipped", inst.name)
+                continue
+            cert = certify(inst, item.time_limit, jobs=jobs, family=fam, on_record=st.put,
+                           instance_path=display_path(path))
+            log.info("certify %s: %s", inst.name, "; ".join(cert.lines()[1:]))
 
 
 def reference_table(runs: pd.DataFrame, **bound_kw) -> pd.DataFrame:
