@@ -55,6 +55,7 @@ def _register() -> None:
     from . import workload  # noqa: F401
     from . import bench  # noqa: F401
     from . import reproduce  # noqa: F401
+    from . import simulate  # noqa: F401
 
 
 _register()
