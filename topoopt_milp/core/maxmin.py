@@ -23,82 +23,91 @@ solver computes the same fixed point); :mod:`topoopt_milp.core.simgrid_ref` chec
 from __future__ import annotations
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 TIE = 1e-12  # relative: shares this close to the minimum saturate in the same round
 
 
-def padded(paths: list[np.ndarray], n_arcs: int) -> np.ndarray:
-    """``paths`` (arrays of arc indices) as one ``classes x max_hops`` array, short rows
-    padded with ``n_arcs``: a dummy arc of infinite capacity that every computation below
-    ignores. Dense rows make each step of a round one vectorised gather or ``bincount``."""
-    width = max((len(p) for p in paths), default=1)
-    A = np.full((len(paths), max(width, 1)), n_arcs, dtype=np.int64)
-    for c, p in enumerate(paths):
-        A[c, : len(p)] = p
-    return A
+class MaxMin:
+    """The max-min fair rates of flow classes on fixed paths (module docstring), prepared
+    once per set of paths and solved for any flow counts by :meth:`rates`.
+
+    Data layout (all numpy, no per-class Python loop in a round): the ``arcs x classes``
+    incidence matrix ``PT`` in CSR form (arc totals are sparse products; each stored entry is
+    one (arc, class) pair, and ``rowid`` holds its arc), and the paths grouped by hop count
+    into dense ``hops x classes`` blocks (a class's lowest arc level is one gather and one
+    column-wise minimum per block)."""
+
+    def __init__(self, paths: list[np.ndarray], cap: np.ndarray) -> None:
+        self.m = len(cap)
+        self.k = len(paths)
+        self.cap = np.asarray(cap, dtype=float)
+        lens = np.fromiter((len(p) for p in paths), dtype=np.int64, count=len(paths))
+        if (lens == 0).any():
+            raise ValueError("max-min: every path needs at least one arc")
+        cols = np.concatenate(paths) if paths else np.zeros(0, dtype=np.int64)
+        rows = np.repeat(np.arange(self.k), lens)
+        P = csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(self.k, self.m))
+        P.sum_duplicates()
+        self.PT = P.T.tocsr()
+        self.PT.sort_indices()
+        self.indices = self.PT.indices
+        self.rowid = np.repeat(np.arange(self.m), np.diff(self.PT.indptr))
+        self.blocks = []
+        for h in np.unique(lens):
+            ids = np.flatnonzero(lens == h)
+            self.blocks.append((ids, np.stack([paths[c] for c in ids], axis=1)))
+
+    def rates(self, weights: np.ndarray, tie: float = TIE) -> tuple[np.ndarray, int]:
+        """Per-flow rate of every class for ``weights`` flows per class (``0``: idle, rate
+        0) and the number of rounds.
+
+        Rounds saturate every *local bottleneck* at once. With ``F_a`` the bandwidth of
+        frozen classes on arc ``a`` and ``load_a`` its open flows, arc ``a`` saturates when the
+        open flows reach ``level_a = (cap_a - F_a) / load_a``. Freezing a class at a rate at
+        or below ``level_a`` moves that rate from ``cap_a - F_a`` and one flow from
+        ``load_a``, which cannot lower ``level_a``: arc levels never decrease. An arc whose
+        level is the lowest among all arcs of all open classes crossing it therefore
+        saturates before (or with) each of them, whatever happens elsewhere, so its classes
+        are frozen at ``level_a`` at once. The result is the progressive-filling allocation,
+        in as many rounds as the longest chain of bottlenecks rather than one round per
+        distinct level."""
+        w = np.asarray(weights, dtype=float)
+        open_ = w > 0
+        rate = np.zeros(self.k)
+        wo = np.where(open_, w, 0.0)
+        load = self.PT @ wo
+        frozen = np.zeros(self.m)
+        ent_open = open_[self.indices]
+        low = np.empty(self.k)
+        rounds = 0
+        while ent_open.any():
+            rounds += 1
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lvl = np.maximum(self.cap - frozen, 0.0) / load
+            lvl[load <= 0] = np.inf
+            for ids, block in self.blocks:
+                low[ids] = np.minimum.reduce(lvl[block], axis=0)
+            # an arc is blocked if an open class through it has a lower level elsewhere
+            flag = ent_open & (low[self.indices] * (1 + tie) < lvl[self.rowid])
+            blocked = np.zeros(self.m, dtype=bool)
+            blocked[self.rowid[flag]] = True
+            bottleneck = (load > 0) & ~blocked
+            hit = np.zeros(self.k, dtype=bool)
+            hit[self.indices[ent_open & bottleneck[self.rowid]]] = True
+            if not hit.any():  # cannot happen: the arc of the lowest level is a bottleneck
+                raise RuntimeError("max-min: progressive filling made no progress")
+            rate[hit] = low[hit]
+            dw = np.where(hit, w, 0.0)
+            frozen += self.PT @ (dw * np.where(hit, low, 0.0))
+            load -= self.PT @ dw
+            load[load < 0.5] = 0.0  # flow counts are integers: clear rounding residue
+            open_ &= ~hit
+            ent_open = open_[self.indices]
+        return rate, rounds
 
 
-def max_min_rates(A: np.ndarray, weights: np.ndarray, cap: np.ndarray,
+def max_min_rates(paths: list[np.ndarray], weights: np.ndarray, cap: np.ndarray,
                   tie: float = TIE) -> tuple[np.ndarray, int]:
-    """Per-flow rates of every class under max-min fairness (module docstring).
-
-    Rounds saturate every *local bottleneck* at once. With ``F_a`` the bandwidth of frozen
-    classes on arc ``a`` and ``load_a`` its open flows, arc ``a`` saturates when the open
-    flows reach ``level_a = (cap_a - F_a) / load_a``. Freezing a class at rate ``r`` at or
-    below ``level_a`` moves ``r`` from ``cap_a - F_a`` and one flow from ``load_a``, which
-    cannot lower ``level_a``: arc levels never decrease. An arc whose level is the lowest among
-    all arcs of all open classes crossing it therefore saturates before (or with) each of
-    them, whatever happens elsewhere, so its classes are frozen at ``level_a`` at once. The
-    result is the progressive-filling allocation, in as many rounds as the longest chain of
-    bottlenecks instead of one round per distinct level.
-
-    Parameters
-    ----------
-    A : ``classes x hops`` arc indices of every class's path (:func:`padded`).
-    weights : number of flows in each class (``0``: the class is idle and gets rate 0).
-    cap : arc capacities (bytes/s), all positive.
-
-    Returns
-    -------
-    (rates, rounds): the rate of one flow of each class and the number of rounds.
-    """
-    m = len(cap)
-    rate = np.zeros(A.shape[0])
-    w = np.asarray(weights, dtype=float)
-    idx = np.flatnonzero(w > 0)
-    if not len(idx):
-        return rate, 0
-    sub = A[idx]
-    wl = w[idx]
-    H = sub.shape[1]
-    capx = np.append(np.asarray(cap, dtype=float), np.inf)
-    load = np.bincount(sub.ravel(), weights=np.repeat(wl, H), minlength=m + 1)
-    load[m] = 0.0
-    frozen_bw = np.zeros(m + 1)
-    out = np.zeros(len(idx))
-    live_rows = np.arange(len(idx))  # positions (in idx) of the open classes
-    rounds = 0
-    while len(live_rows):
-        rounds += 1
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lvl = np.where(load > 0, np.maximum(capx - frozen_bw, 0.0) / load, np.inf)
-        lvl[m] = np.inf
-        L = lvl[sub]  # level of every hop of every open class
-        low = L.min(axis=1)  # the class's lowest arc level: its rate if it freezes now
-        # arc a is not a bottleneck if some open class through it has a lower level elsewhere
-        later = low[:, None] * (1 + tie) < L
-        blocked = np.bincount(sub.ravel(), weights=later.ravel(), minlength=m + 1) > 0
-        bottleneck = (load > 0) & ~blocked
-        bottleneck[m] = False
-        hit = bottleneck[sub].any(axis=1)
-        if not hit.any():  # cannot happen: the arc of the lowest level is a bottleneck
-            raise RuntimeError("max-min: progressive filling made no progress")
-        out[live_rows[hit]] = low[hit]
-        arcs = sub[hit].ravel()
-        frozen_bw += np.bincount(arcs, weights=np.repeat(wl[hit] * low[hit], H), minlength=m + 1)
-        load -= np.bincount(arcs, weights=np.repeat(wl[hit], H), minlength=m + 1)
-        load[load < 0.5] = 0.0  # flow counts are integers: clear rounding residue
-        keep = ~hit
-        live_rows, sub, wl = live_rows[keep], sub[keep], wl[keep]
-    rate[idx] = out
-    return rate, rounds
+    """One-off :meth:`MaxMin.rates` for ``paths`` (arrays of arc indices)."""
+    return MaxMin(paths, cap).rates(weights, tie)

@@ -42,7 +42,7 @@ import numpy as np
 from .errors import InputError
 from .evaluate import arc_loads, max_path_hops
 from .instance import Instance
-from .maxmin import max_min_rates, padded
+from .maxmin import MaxMin
 from .topology import Routing, Topology
 
 DONE_TOL = 1e-9  # relative: a flow within this share of the interval of its end has ended
@@ -234,7 +234,7 @@ def simulate_scenario(sc: Scenario, trace: bool = False) -> tuple[float, dict]:
     """Run the event loop; returns the simulated time and the engine's details (end time of
     every ring and of the MP flows, busy seconds per arc, event and round counts, and with
     ``trace`` the rows ``(flow, kind, owner, step, class, bytes, issued, started, ended)``)."""
-    A = padded(sc.paths, len(sc.cap))
+    mm = MaxMin(sc.paths, sc.cap)
     R = len(sc.rings)
     # live flows: class, remaining bytes, time the bandwidth phase starts, owner (ring index
     # or -1 for MP), and (for the trace) id
@@ -288,7 +288,7 @@ def simulate_scenario(sc: Scenario, trace: bool = False) -> tuple[float, dict]:
             # the next step of a ring reuses the classes of the step that just ended: with
             # no latency the counts are often unchanged, and so are the rates
             if prev is None or not np.array_equal(counts, prev):
-                crate, k = max_min_rates(A, counts, sc.cap)
+                crate, k = mm.rates(counts)
                 rounds += k
                 solves += 1
                 prev = counts
@@ -300,8 +300,7 @@ def simulate_scenario(sc: Scenario, trace: bool = False) -> tuple[float, dict]:
         if t_next - t < dt:
             dt = t_next - t
         if rate is not None:
-            busy += np.bincount(A.ravel(), weights=np.repeat(counts * crate, A.shape[1]),
-                                minlength=len(sc.cap) + 1)[:-1] * dt / sc.cap
+            busy += (mm.PT @ (counts * crate)) * dt / sc.cap
             b[act] -= rate * dt
             gone = np.zeros(len(c), dtype=bool)
             gone[act] = tfin <= dt * (1 + DONE_TOL)
