@@ -6,7 +6,7 @@ installs Debian's python3-simgrid)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -86,7 +86,7 @@ LATENCY_SOLVED = {("coopt/bert-n16-d4.json", "topologyfinder"): (2e-6, 5e-6),
                   ("small/dlrm-n8-d4-s0.json", "topologyfinder-lp"): (1e-6, 1e-6)}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _scenario(case, latency=0.0, overhead=0.0):
     if isinstance(case, str):
         inst, topo, routing = _hand(case)

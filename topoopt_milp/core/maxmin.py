@@ -75,26 +75,27 @@ class MaxMin:
         w = np.asarray(weights, dtype=float)
         open_ = w > 0
         rate = np.zeros(self.k)
-        wo = np.where(open_, w, 0.0)
-        load = self.PT @ wo
+        load = self.PT @ np.where(open_, w, 0.0)
         frozen = np.zeros(self.m)
-        ent_open = open_[self.indices]
+        # the (arc, class) entries and path blocks of the open classes only: compacted after
+        # every round, so later rounds cost what is left, not the whole instance
+        keep = open_[self.indices]
+        ind, row = self.indices[keep], self.rowid[keep]
+        blocks = [(ids[open_[ids]], blk[:, open_[ids]]) for ids, blk in self.blocks]
         low = np.empty(self.k)
         rounds = 0
-        while ent_open.any():
+        while len(ind):
             rounds += 1
             with np.errstate(divide="ignore", invalid="ignore"):
                 lvl = np.maximum(self.cap - frozen, 0.0) / load
             lvl[load <= 0] = np.inf
-            for ids, block in self.blocks:
+            for ids, block in blocks:
                 low[ids] = np.minimum.reduce(lvl[block], axis=0)
             # an arc is blocked if an open class through it has a lower level elsewhere
-            flag = ent_open & (low[self.indices] * (1 + tie) < lvl[self.rowid])
             blocked = np.zeros(self.m, dtype=bool)
-            blocked[self.rowid[flag]] = True
-            bottleneck = (load > 0) & ~blocked
+            blocked[row[low[ind] * (1 + tie) < lvl[row]]] = True
             hit = np.zeros(self.k, dtype=bool)
-            hit[self.indices[ent_open & bottleneck[self.rowid]]] = True
+            hit[ind[~blocked[row]]] = True
             if not hit.any():  # cannot happen: the arc of the lowest level is a bottleneck
                 raise RuntimeError("max-min: progressive filling made no progress")
             rate[hit] = low[hit]
@@ -102,8 +103,9 @@ class MaxMin:
             frozen += self.PT @ (dw * np.where(hit, low, 0.0))
             load -= self.PT @ dw
             load[load < 0.5] = 0.0  # flow counts are integers: clear rounding residue
-            open_ &= ~hit
-            ent_open = open_[self.indices]
+            stay = ~hit[ind]
+            ind, row = ind[stay], row[stay]
+            blocks = [(ids[~hit[ids]], blk[:, ~hit[ids]]) for ids, blk in blocks]
         return rate, rounds
 
 
