@@ -19,6 +19,11 @@ own fluid time: what step synchronisation and multi-hop MP contention cost separ
 against the fluid time with its latency term), ``critical`` (what ends last), ``sim_wall_s``.
 
 Rows are cached in ``simulation.csv``: a re-run simulates only what is missing.
+
+Which instances (:func:`plan_of_simulation`): the quick plan simulates its own subset (the
+n <= 16 instances it runs); the full plan those up to ``n = FULL_MAX_N``: the exact
+event-driven simulation of an LP-routed n = 64 or 128 instance takes minutes on a shared
+2-core machine, four times per solution (benchmarks/bench_simulate.py measures it).
 """
 
 from __future__ import annotations
@@ -50,6 +55,15 @@ SHORT = {"topologyfinder": "TF", "totientperms": "TP", "topologyfinder-lp": "TF+
 COLUMNS = ["family", "instance", "workload", "n", "degree", "link_gbps", "method", "solved_by",
            "headline_s", "fluid_s", "simulated_s", "sim_ratio", "ar_sim_ratio",
            "mp_sim_ratio", "latency_sim_ratio", "critical", "best_headline_s", "sim_wall_s"]
+
+
+FULL_MAX_N = 32
+
+
+def plan_of_simulation(quick: bool) -> dict:
+    """``max_n`` and ``best_time_limit`` of the quick and the full plan (module docstring)."""
+    return {"max_n": 16, "best_time_limit": 5.0} if quick else {
+        "max_n": FULL_MAX_N, "best_time_limit": 10.0}
 
 
 def _ratio(sim: float, fluid: float) -> float:
