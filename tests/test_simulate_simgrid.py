@@ -138,3 +138,27 @@ def test_agrees_with_simgrid(case):
     assert rel <= TOL
     for mine, theirs in zip(det["ring_end"], ref["ring_end"], strict=True):
         assert mine == pytest.approx(theirs, rel=TOL)
+
+
+def test_cli_engine_simgrid_gives_the_toolkit_time(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from topoopt_milp.cli import main
+    from topoopt_milp.core.evaluate import evaluate
+    from topoopt_milp.core.result import SolveResult, Status, write_solution
+
+    inst, topo, routing = _hand("two-groups-share-arcs")
+    ipath, sol = tmp_path / "i.json", tmp_path / "s.json"
+    ipath.write_text(json.dumps(inst.to_dict()))
+    metrics = evaluate(inst, topo, routing)
+    write_solution(sol, SolveResult("hand", Status.FEASIBLE, metrics["comm_time_s"], None, 0.0,
+                                    topology=topo, routing=routing), inst, metrics)
+    got = {}
+    for engine in ("toolkit", "simgrid"):
+        r = CliRunner().invoke(main, ["simulate", str(ipath), str(sol), "--format", "json",
+                                      "--engine", engine])
+        assert r.exit_code == 0, r.output
+        got[engine] = json.loads(r.stdout)["simulated_s"]
+    assert got["simgrid"] == pytest.approx(got["toolkit"], rel=TOL)

@@ -26,9 +26,13 @@ from .core import _result, _same_instance
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="text: a summary; json: one object (simulated_s, "
                                       "fluid_s, ratio, critical, ...).")
+@click.option("--engine", type=click.Choice(["toolkit", "simgrid"]), default="toolkit",
+              show_default=True, help="toolkit: the vectorised event loop; simgrid: the same "
+                                      "scenario in SimGrid (needs python3-simgrid).")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
               help="Write one CSV row per flow: issue, start and end times.")
-def simulate_cmd(instance_path, solution_path, latency, overhead, fmt, trace_path) -> None:
+def simulate_cmd(instance_path, solution_path, latency, overhead, fmt, engine,
+                 trace_path) -> None:
     """Simulate one iteration of SOL.json's topology and routing on INSTANCE.
 
     AllReduce rings run 2(k-1) synchronised reduce-scatter / all-gather steps of S/k bytes
@@ -49,7 +53,7 @@ def simulate_cmd(instance_path, solution_path, latency, overhead, fmt, trace_pat
         raise SolutionError(f"{solution_path}: holds no topology and routing (status "
                             f"{res.status.value})")
     out = simulate(solved_on, res.topology, res.routing, latency=latency, overhead=overhead,
-                   trace=trace_path is not None)
+                   trace=trace_path is not None, engine=engine)
     if trace_path is not None:
         rows = write_trace(trace_path, out)
     if fmt == "json":
@@ -61,10 +65,11 @@ def simulate_cmd(instance_path, solution_path, latency, overhead, fmt, trace_pat
         share = out.busiest_busy_s / out.simulated_s if out.simulated_s > 0 else 0.0
         click.echo(f"{instance.name}, {res.method}: simulated {out.simulated_s:.6g} s, fluid "
                    f"T_comm {out.fluid_s:.6g} s, ratio {out.ratio:.4f}")
-        click.echo(f"  critical: {out.critical} ends last; busiest arc {arc} (busy "
-                   f"{100 * share:.1f}% of the iteration); fluid bottleneck arc {farc}")
+        busy = "" if out.busiest_arc is None else (
+            f"; busiest arc {arc} (busy {100 * share:.1f}% of the iteration)")
+        click.echo(f"  critical: {out.critical} ends last{busy}; fluid bottleneck arc {farc}")
         click.echo(f"  latency {out.latency_s:g} s/hop, overhead {out.overhead_s:g} s/message; "
                    f"{out.flows} flows, {out.events} events, {out.solves} max-min solves "
-                   f"in {out.runtime_s:.3g} s")
+                   f"in {out.runtime_s:.3g} s ({engine} engine)")
     if trace_path is not None:
         click.echo(f"wrote {trace_path} ({rows} flows)", err=fmt == "json")
