@@ -21,9 +21,11 @@ against the fluid time with its latency term), ``critical`` (what ends last), ``
 Rows are cached in ``simulation.csv``: a re-run simulates only what is missing.
 
 Which instances (:func:`plan_of_simulation`): the quick plan simulates its own subset (the
-n <= 16 instances it runs); the full plan those up to ``n = FULL_MAX_N``: the exact
-event-driven simulation of an LP-routed n = 64 or 128 instance takes minutes on a shared
-2-core machine, four times per solution (benchmarks/bench_simulate.py measures it).
+n <= 16 instances it runs, with a 5 s alloc-alternate); the full plan those up to
+``n = FULL_MAX_N`` (16 today: the 25 coopt and mixed instances of n = 12 and 16). The exact
+event-driven simulation of an n = 128 instance takes 0.1-30 CPU seconds per solution with
+single-path routing (benchmarks/bench_simulate.py) and more with LP routing, four times per
+solution, on 2 cores shared with other jobs; raise FULL_MAX_N where there is time.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ COLUMNS = ["family", "instance", "workload", "n", "degree", "link_gbps", "method
            "mp_sim_ratio", "latency_sim_ratio", "critical", "best_headline_s", "sim_wall_s"]
 
 
-FULL_MAX_N = 32
+FULL_MAX_N = 16
 
 
 def plan_of_simulation(quick: bool) -> dict:
