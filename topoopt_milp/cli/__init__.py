@@ -80,6 +80,7 @@ def _register() -> None:
     from . import bench  # noqa: F401
     from . import reproduce  # noqa: F401
     from . import certify  # noqa: F401
+    from . import simulate  # noqa: F401
 
 
 _register()

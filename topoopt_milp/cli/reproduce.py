@@ -35,9 +35,14 @@ def reproduce(quick, library, out, jobs, no_progress, bound_methods, no_analytic
     gap tables (md, LaTeX, csv), the family summary, the headline table (TopologyFinder and
     TotientPerms on the coopt and mixed families: topology gap, routing gap, certified gap),
     figures and reference values (the full plan also writes them to
-    INSTANCES/<family>/reference.csv)."""
+    INSTANCES/<family>/reference.csv), and the simulation table (simulation.md: simulated
+    against fluid time of TopoOpt's solutions and the best one)."""
+    import pandas as pd
+
     from ..bench.headline import headline_table, summary_lines
     from ..bench.reproduce import run_plan, write_outputs
+    from ..bench.simulation import plan_of_simulation, write_simulation
+    from ..bench.simulation import summary_lines as simulation_lines
     from ..bench.store import load_runs
     from ..bench.tables import family_table, render
     from .bench import _bound_kw
@@ -51,8 +56,12 @@ def reproduce(quick, library, out, jobs, no_progress, bound_methods, no_analytic
     bound_kw = _bound_kw(bound_methods, no_analytic)
     written = write_outputs(store, out, library=None if quick else library, **bound_kw)
     runs = load_runs(store)
+    written += write_simulation(runs, out, library, **plan_of_simulation(quick))
     click.echo(render(family_table(runs, **bound_kw), "md"))
     click.echo("\nHow far is TopoOpt from optimal (headline.md):")
     for line in summary_lines(headline_table(runs, **bound_kw)):
+        click.echo(f"* {line}")
+    click.echo("\nDoes the fluid objective predict the iteration (simulation.md):")
+    for line in simulation_lines(pd.read_csv(out / "simulation.csv")):
         click.echo(f"* {line}")
     click.echo(f"wrote {len(written)} files under {out} (runs: {store})")

@@ -1,0 +1,65 @@
+"""How long does `topoopt-milp simulate` take at n = 128 on coopt traffic (issue 19), and is
+SimGrid fast enough to be the engine instead (a script).
+
+For each instance (default: every ``instances/coopt/*-n128-*.json``) it solves ``--method``
+(default TopologyFinder with its own routing, the headline's TF column; ``topologyfinder-lp``
+gives LP routings with many more paths), re-checks the solution, and simulates one
+iteration with the toolkit's engine; with ``--simgrid`` the same scenario also runs in
+SimGrid (core/simgrid_ref.py) and the two times are compared. Printed per instance: flows,
+path classes, events, max-min solves and rounds, the engine's wall and CPU seconds, the
+simulated / fluid ratio, SimGrid's wall seconds and the relative difference, and the
+1-minute load average (the machine: 2 cores, 24 GiB, shared with 7 other agents, so wall
+times are noisy; CPU seconds are the engine's own). Usage::
+
+    python benchmarks/bench_simulate.py [--instances a.json,b.json] [--method M] [--simgrid]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import time
+from pathlib import Path
+
+from topoopt_milp.core.instance import Instance
+from topoopt_milp.core.simulate import simulate
+from topoopt_milp.pipeline import solve_checked
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--instances", default=None, help="comma-separated instance files")
+    ap.add_argument("--method", default="topologyfinder")
+    ap.add_argument("--simgrid", action="store_true", help="also run SimGrid on each scenario")
+    args = ap.parse_args()
+    paths = args.instances.split(",") if args.instances else sorted(
+        glob.glob(str(REPO / "instances" / "coopt" / "*-n128-*.json")))
+    print(f"# {args.method}; machine: 2 cores, 24 GiB, shared; load = 1-minute load average")
+    print("instance,flows,classes,events,solves,rounds,sim_wall_s,sim_cpu_s,fluid_s,"
+          "simulated_s,ratio,simgrid_wall_s,simgrid_rel_diff,load")
+    for path in paths:
+        inst = Instance.load(path)
+        res = solve_checked(inst, args.method, time_limit=300)
+        if res.violations or res.routing is None:
+            print(f"{inst.name}: no checked solution ({res.status.value})")
+            continue
+        w0, c0 = time.perf_counter(), time.process_time()
+        out = simulate(inst, res.topology, res.routing)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        sg_wall = sg_diff = ""
+        if args.simgrid:
+            from topoopt_milp.core.simgrid_ref import run_simgrid
+
+            ref = run_simgrid(out.scenario, timeout=7200)
+            sg_wall = f"{ref['wall_s']:.1f}"
+            sg_diff = f"{abs(out.simulated_s - ref['time']) / ref['time']:.2g}"
+        print(f"{inst.name},{out.flows},{len(out.scenario.paths)},{out.events},{out.solves},"
+              f"{out.rounds},{wall:.1f},{cpu:.1f},{out.fluid_s:.6g},{out.simulated_s:.6g},"
+              f"{out.ratio:.4f},{sg_wall},{sg_diff},{os.getloadavg()[0]:.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""The validation table's summaries (bench/simulation.py): ratio statistics per method, the
+sign checks of the headline comparisons, the figure, and one real instance end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from topoopt_milp.bench.simulation import (
+    COLUMNS,
+    instance_rows,
+    plot_simulation,
+    ranking_checks,
+    ratio_summary,
+    summary_lines,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _df(values):
+    rows = []
+    for inst, per_method in values.items():
+        for method, (fluid, sim) in per_method.items():
+            rows.append({c: None for c in COLUMNS} | {
+                "family": "coopt", "instance": inst, "method": method, "fluid_s": fluid,
+                "simulated_s": sim, "sim_ratio": sim / fluid, "ar_sim_ratio": 1.0,
+                "mp_sim_ratio": sim / fluid, "latency_sim_ratio": sim / fluid})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def test_ratio_summary_and_sign_checks(tmp_path):
+    df = _df({
+        # TF faster than TP in both models; own routing slower than LP in both
+        "a": {"topologyfinder": (2.0, 2.0), "totientperms": (3.0, 3.0),
+              "topologyfinder-lp": (1.0, 1.3), "totientperms-lp": (1.5, 1.6), "best": (0.9, 1.2)},
+        # simulation flips TF+LP vs TP+LP and TF+LP vs best
+        "b": {"topologyfinder": (2.0, 2.0), "totientperms": (2.0, 2.0),
+              "topologyfinder-lp": (1.0, 1.1), "totientperms-lp": (1.2, 1.05), "best": (0.9, 1.2)},
+    })
+    s = ratio_summary(df).set_index("method")
+    assert s.loc["TF+LP", "median_sim_ratio"] == pytest.approx((1.3 + 1.1) / 2)
+    assert s.loc["TF+LP", "max_sim_ratio"] == pytest.approx(1.3)
+    checks = ranking_checks(df)
+    assert checks["TF vs TP (own routing)"] == (2, 2)  # a tie stays a tie
+    assert checks["TF+LP vs TP+LP"] == (1, 2)
+    assert checks["TF own vs TF+LP (routing gap)"] == (2, 2)
+    assert checks["TF+LP vs best (topology gap)"] == (1, 2)
+    assert "TF+LP vs TP+LP: 1/2" in " ".join(summary_lines(df))
+    paths = plot_simulation(df, tmp_path / "sim.png")
+    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size for p in paths)
+
+
+@pytest.mark.slow
+def test_one_instance_end_to_end():
+    rows = instance_rows(REPO / "instances" / "coopt" / "resnet50-n16-d4.json", "coopt", None, 2.0)
+    got = {r["method"]: r for r in rows}
+    assert set(got) == {"topologyfinder", "totientperms", "topologyfinder-lp", "totientperms-lp",
+                        "best"}
+    for r in rows:  # one ring per group on its own links: the fluid time is exact
+        assert r["simulated_s"] >= r["fluid_s"] * (1 - 1e-9)
+        assert r["latency_sim_ratio"] >= 1.0
