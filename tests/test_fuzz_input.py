@@ -492,9 +492,7 @@ def test_real_executable_on_a_sample(world):
 
 
 # == hostile classes of issue 20 (topologies in, negative volumes, recorded constraints, the
-# family rule, unroutable instances, non-regular files, evaluate --routing) ====
-
-
+# family rule, unroutable instances, non-regular files, evaluate --routing) ======================
 # Each generator yields Hostile cases with the outcome a user must get; the runner below
 # counts, per class, the exit codes, the tracebacks (never allowed) and the false results
 # (a wrong file accepted: exit 0 on a file that must be refused or listed, a status other than
@@ -928,7 +926,7 @@ def test_hostile_classes_have_clean_outcomes_and_no_false_results(world, runner)
     assert totals["false refusals"] == 0
     assert all(c["files"] >= 8 for c in table.values())
     assert elapsed < 120, elapsed
-=======
+
 # -- hostile --out targets and workload options (issue 20) -----------------------------------
 # Two more classes, run through the real command line like the files above. For every case:
 # a clean outcome (exit 2 with one "Error:" line, or exit 0), never a traceback, and never a
@@ -1086,7 +1084,7 @@ def test_hostile_workload_options(world, runner):
         r = runner.invoke(main, ["cooptimize", "resnet50", "--n", "8", opt, value, "--budget",
                                  "1", "--no-progress"])
         assert r.exit_code == 2 and "Traceback" not in r.output, (opt, value, r.output)
-=======
+
 # == issue 20, helper h-defects: SNDlib files, shared capacities, zero traffic, the multiplicity
 # cap, disconnected optima. Each class: a seeded generator, the real command line (or the
 # registry), outcome counts per class, 0 tracebacks and 0 false results. =======================
