@@ -361,8 +361,6 @@ def solve_matrix(
     check_start(model, options, keep)
     h = new_highs()
     h.setOptionValue("output_flag", sp.solver_log)
-    if options.time_left(keep) is not None:
-        h.setOptionValue("time_limit", options.time_left(keep))
     h.setOptionValue("random_seed", int(options.seed))
     h.setOptionValue("mip_rel_gap", float(sp.mip_gap))
     if sp.threads > 1:
@@ -384,6 +382,10 @@ def solve_matrix(
             val = [float(warm_start[model.names[j]]) for j in idx]
             h.setSolution(len(idx), np.array(idx, dtype=np.int32), np.array(val, dtype=float))
 
+    if options.time_left(keep) is not None:
+        # set last: copying a large model into HiGHS takes seconds, which HiGHS's own clock
+        # (started by solve) does not see
+        h.setOptionValue("time_limit", options.time_left(keep))
     t0 = time.perf_counter()
     h.HandleKeyboardInterrupt = True  # Ctrl-C stops the solver; its incumbent comes back
     h.solve()
