@@ -467,3 +467,28 @@ def test_random_cycles_with_capacities_over_600_orders_of_magnitude():
         res = registry.solve(inst, "route-milp", variant="unsplittable", k_paths=2)
         assert res.objective == pytest.approx(D / max(b1, b2), rel=1e-6)
         assert res.scope_status == "optimal"
+
+
+def test_cut_lower_bound_never_exceeds_the_optimum():
+    """shared_capacity.congestion_lower_bound (the clip level's proof rests on it) against
+    the route LP on random well-conditioned shared networks (capacities in [1, 100])."""
+    from topoopt_milp.methods.formulations.shared_capacity import congestion_lower_bound
+
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        n = int(rng.integers(4, 8))
+        g = nx.connected_watts_strogatz_graph(n, 2, 0.5, seed=int(rng.integers(1000)))
+        links = [(u, v, float(rng.uniform(1, 100))) for u, v in g.edges()]
+        mp = [(int(s), int(t), float(rng.uniform(1, 10)))
+              for s, t in rng.integers(n, size=(4, 2)) if s != t]
+        if not mp:
+            continue
+        inst = _shared(n, links, mp)
+        D = np.zeros((n, n))
+        for s, t, b in mp:
+            D[s, t] += b
+        lower = congestion_lower_bound(n, [(min(i, j), max(i, j)) for i, j, _ in links],
+                                       np.array([c for *_, c in links]), D)
+        res = registry.solve(inst, "route-milp")
+        assert res.status is Status.OPTIMAL
+        assert 0 < lower <= res.objective * (1 + 1e-9)

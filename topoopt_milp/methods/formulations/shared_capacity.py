@@ -119,7 +119,7 @@ def condition(n: int, pairs: list[tuple[int, int]], caps: np.ndarray,
         return Conditioned(np.ones(len(caps)), none, 1.0, "no traffic: capacities set to 1")
     notes = []
     lower = congestion_lower_bound(n, pairs, caps, D)
-    clip = total / lower * (1 + CLIP_SAFETY)
+    clip = total / lower * (1 + CLIP_SAFETY) if lower > 0 else np.inf
     if caps.max() > clip:
         notes.append(f"{int((caps > clip).sum())} capacities above {clip:.6g} (total demand / "
                      "a cut lower bound) clipped to it, which leaves the optimum unchanged")
