@@ -293,38 +293,12 @@ def build_milp(instance: Instance, options: SolveOptions):
             for a, b in zip(cls, cls[1:], strict=False):
                 prob += x[anchor, a] >= x[anchor, b], f"sym_{a}_{b}"
     if getattr(options.method, "neighbour_rows", False):
-        _neighbour_rows(prob, instance, options, x, lam, demand, D, V)
+        from .neighbour_rows import rows_for_model
+
+        rows_for_model(prob, instance, link_cap(instance, options), x, lam, demand, D, V)
     f = flow_vars_milp(prob, n, x, demand, options.check_deadline)
     return prob, {"lam": lam, "x": x, "f": f, "demand": demand, "rings": ring_terms,
                   "mode": mode, "V": V, "D": D}
-
-
-def _neighbour_rows(prob, instance: Instance, options: SolveOptions, x, lam, demand, D, V) -> None:
-    """The rows of :mod:`.neighbour_rows` with this model's coefficients: per node the
-    traffic it sends and receives per unit of ``lambda`` and the largest demand per pair
-    (fixed rings: the fixed demand; ``choose``: MP plus, per group, its edge volume on every
-    pair that is an edge of one of its candidate orders)."""
-    from .neighbour_rows import add_neighbour_rows
-
-    if D is not None:
-        base = D / V
-        o_out, o_in, dmax = base.sum(axis=1), base.sum(axis=0), base
-    else:
-        mp = _exact.demand_matrix(instance, []) / V
-        o_out, o_in, dmax = mp.sum(axis=1), mp.sum(axis=0), mp.copy()
-        for grp in instance.allreduce:
-            if grp.edge_bytes <= 0:
-                continue
-            e = grp.edge_bytes / V
-            edges = {(o[i], o[(i + 1) % len(o)]) for o in totient_orders(grp.members)
-                     for i in range(len(o))}
-            for a, b in edges:
-                dmax[a, b] += e
-            for v in grp.members:  # one successor and one predecessor per order; shares sum to 1
-                o_out[v] += e
-                o_in[v] += e
-    add_neighbour_rows(prob, instance.n, instance.degree, link_cap(instance, options), x, lam,
-                       demand, o_out, o_in, dmax)
 
 
 def extract_milp(instance, options, parts, values, method, out, runtime, spu, fallback=None):

@@ -42,6 +42,10 @@ from itertools import combinations, permutations
 import numpy as np
 import pulp
 
+from ...core.circulant import totient_orders
+from ...core.instance import Instance
+from .. import model_data as _exact
+
 
 def add_neighbour_rows(prob, n: int, d: int, cap: int, x, lam, demand, o_out: np.ndarray,
                        o_in: np.ndarray, dmax: np.ndarray) -> int:
@@ -81,3 +85,29 @@ def add_neighbour_rows(prob, n: int, d: int, cap: int, x, lam, demand, o_out: np
                      >= float(o_in[s]) * lam), f"nbr_in_{s}"
             rows += 1
     return rows
+
+
+def rows_for_model(prob, instance: Instance, cap: int, x, lam, demand, D, V) -> int:
+    """The rows with alloc-milp's coefficients: per node the traffic it sends and receives
+    per unit of ``lambda`` and the largest demand per pair (fixed rings: ``D``, the fixed
+    demand in bytes; ``D = None`` for ``rings = choose``: MP plus, per group, its edge volume
+    on every pair that is an edge of one of its candidate orders); volumes in units ``V``."""
+    if D is not None:
+        base = D / V
+        o_out, o_in, dmax = base.sum(axis=1), base.sum(axis=0), base
+    else:
+        mp = _exact.demand_matrix(instance, []) / V
+        o_out, o_in, dmax = mp.sum(axis=1), mp.sum(axis=0), mp.copy()
+        for grp in instance.allreduce:
+            if grp.edge_bytes <= 0:
+                continue
+            e = grp.edge_bytes / V
+            edges = {(o[i], o[(i + 1) % len(o)]) for o in totient_orders(grp.members)
+                     for i in range(len(o))}
+            for a, b in edges:
+                dmax[a, b] += e
+            for v in grp.members:  # one successor and one predecessor per order; shares sum to 1
+                o_out[v] += e
+                o_in[v] += e
+    return add_neighbour_rows(prob, instance.n, instance.degree, cap, x, lam, demand, o_out,
+                              o_in, dmax)
