@@ -1,7 +1,9 @@
 """Routing at scale: route-approx against route-milp and a scipy ``linprog`` peer (a script).
 
-Targets (issue 12, 2 cores): random regular d = 4, n = 256, all-to-all within 1% in <= 10 s;
-n = 1024, d = 8 within 1% in <= 60 s and <= 4 GB.
+Targets (issue 18, 2 cores): random regular, all-to-all, within 1% certified: n = 256, d = 4
+>= 5x faster than route-milp and <= 10 CPU s; n = 1024, d = 8 <= 120 CPU s and <= 4 GB; warm
+re-routing after one edge swap (``--warm``, :mod:`bench_route_warm`) >= 10x below cold at
+n = 128; on circulants the crossover of route-milp's symmetric reduction.
 
 Every run is a fresh subprocess (so ``ru_maxrss`` is that run's peak memory) with a wall-clock
 cap (``--cap``, default 300 s; a run past it is reported as ``timeout``). Rows: topology x n;
@@ -19,7 +21,8 @@ the exact optimum when one finished. Methods:
 All-to-all 1 MB per ordered pair, 100 Gbps links. Usage::
 
     python benchmarks/bench_route_scale.py [--sizes 64,128,256,512,1024] [--topologies rr4,rr8,circ4]
-        [--methods approx,milp,peer] [--cap 300] [--epsilon 0.01]
+        [--methods approx,trees,milp,peer] [--cap 300] [--epsilon 0.01]
+    python benchmarks/bench_route_scale.py --warm a2a,coopt:2 --sizes 128 --topologies rr4,rr8
 """
 
 from __future__ import annotations

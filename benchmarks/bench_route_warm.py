@@ -45,7 +45,7 @@ def warm_table(args) -> None:
     from bench_route_scale import topology
 
     from topoopt_milp import registry
-    from topoopt_milp.methods.route_approx.warm import warm_route
+    from topoopt_milp.methods.route_approx import warm_route
 
     load = os.getloadavg()
     print(f"# warm re-routing; load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; epsilon "

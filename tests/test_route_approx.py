@@ -306,7 +306,8 @@ def test_warm_route_after_an_edge_swap(family, seed):
     """Warm re-routing (route_approx.warm): paths through the removed links are dropped, the
     rest of the old routing and its lengths start the search; the result is certified and
     agrees with route-milp on the new topology like a cold one."""
-    from topoopt_milp.methods.route_approx.warm import INFO_KEY, warm_route
+    from topoopt_milp.methods.route_approx import warm_route
+    from topoopt_milp.methods.route_approx.warm import INFO_KEY
 
     n, d = 20, 4
     inst = generators.generate(family, n, d, seed=seed)
@@ -326,7 +327,7 @@ def test_warm_route_after_an_edge_swap(family, seed):
 
 def test_warm_start_from_any_routing_without_lengths():
     """A previous solution of another method (no lengths in its info): hop-count lengths."""
-    from topoopt_milp.methods.route_approx.warm import warm_route
+    from topoopt_milp.methods.route_approx import warm_route
 
     inst = all_to_all(16, 4)
     L = random_regular(16, 4, 3).links

@@ -81,7 +81,8 @@ from .warm import INFO_KEY, WarmStart
 
 OPTIMAL_GAP = 1e-6  # a certified gap this small is reported as optimal (LP tolerances)
 
-__all__ = ["SPEC", "ApproxResult", "RouteApproxParams", "approx_min_congestion", "solve"]
+__all__ = ["SPEC", "ApproxResult", "RouteApproxParams", "approx_min_congestion", "solve",
+           "warm_route"]
 
 
 @dataclass(frozen=True)
@@ -348,3 +349,16 @@ SPEC = MethodSpec(
     "(1+eps)-approximate min-congestion routing on a fixed topology: path column generation "
     "with a certified Lagrangian bound", scope=_scope,
     memory=_memory)
+
+
+def warm_route(instance, links, previous, epsilon: float = 0.01,
+               time_limit: float | None = None, **knobs):
+    """Route ``instance`` on topology ``links`` warm-started from ``previous`` (a
+    :class:`~topoopt_milp.core.result.SolveResult` with a routing on a nearby topology): the
+    ``route-approx`` method with ``warm_start=previous`` (the same as ``registry.solve(...,
+    "route-approx", warm_start=previous)``), so the result is certified as a cold one."""
+    opts = SPEC.options({"epsilon": epsilon, "time_limit": time_limit, **knobs},
+                        warm_start=previous)
+    if time_limit is not None:
+        opts = opts.with_(deadline=time.perf_counter() + time_limit)
+    return SPEC.solve(instance.with_topology(links), opts)

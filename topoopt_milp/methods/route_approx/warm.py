@@ -21,12 +21,10 @@ its routing (as paths per pair) and its best-bound arc lengths. On ``L'``:
 Example (the local-search loop of the certified-gaps helper)::
 
     >>> import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import dijkstra
     >>> from topoopt_milp import registry
     >>> from topoopt_milp.core.topology import Topology
     >>> from topoopt_milp.workloads.generators import uniform
-    >>> from topoopt_milp.methods.route_approx.warm import warm_route
+    >>> from topoopt_milp.methods.route_approx import warm_route
     >>> inst = uniform(16, 4)
     >>> L = Topology.circulant(16, (1, 3)).links.copy()
     >>> old = registry.solve(inst.with_topology(L), "route-approx", formulation="source")
@@ -46,7 +44,6 @@ hop-count lengths are used).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -190,18 +187,3 @@ class WarmStart:
                         lens) + np.arange(int(lens.sum()))
         ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
         return ks, ts, self.nodes[pos], ptr, self.frac[keep] / surv[ks * n + ts]
-
-
-def warm_route(instance, links, previous, epsilon: float = 0.01,
-               time_limit: float | None = None, **knobs):
-    """Route ``instance`` on topology ``links`` warm-started from ``previous`` (a
-    :class:`~topoopt_milp.core.result.SolveResult` with a routing on a nearby topology): the
-    ``route-approx`` method with ``warm_start=previous`` (the same as ``registry.solve(...,
-    "route-approx", warm_start=previous)``), so the result is certified as a cold one."""
-    from .method import SPEC
-
-    opts = SPEC.options({"epsilon": epsilon, "time_limit": time_limit, **knobs},
-                        warm_start=previous)
-    if time_limit is not None:
-        opts = opts.with_(deadline=time.perf_counter() + time_limit)
-    return SPEC.solve(instance.with_topology(links), opts)
