@@ -43,6 +43,7 @@ from .names import display_path, file_component, inside
 from .plots import NoDataError, plot_gap, plot_iteration, plot_profile, plot_runtime
 from .portfolio import certify, portfolio_run_key
 from .portfolio import plan as portfolio_plan
+from .progress import progress_bar
 from .report import write_report
 from .runner import build_tasks, instance_family, read_instance_file, run_sweep
 from .store import RunStore, load_runs
@@ -130,7 +131,8 @@ def run_plan(library: Path, out: Path, quick: bool, jobs: int = 1, progress: boo
     for k, sweep in enumerate(sweeps, 1):
         paths = instance_paths(library, sweep)
         if isinstance(sweep, Certify):
-            run_certify(paths, store, sweep, jobs)
+            run_certify(paths, store, sweep, jobs, progress, f"sweep {k}/{len(sweeps)} "
+                        f"{sweep.family}: certify {len(paths)} instances, {sweep.time_limit:g} s each")
             continue
         tasks = build_tasks(paths, sweep.methods, sweep.seeds, sweep.time_limit,
                             dict(sweep.settings))
@@ -143,10 +145,11 @@ def run_plan(library: Path, out: Path, quick: bool, jobs: int = 1, progress: boo
     return store
 
 
-def run_certify(paths: list[Path], store: Path, item: Certify, jobs: int) -> None:
+def run_certify(paths: list[Path], store: Path, item: Certify, jobs: int,
+                progress: bool = False, label: str = "certify") -> None:
     """The portfolio on each instance file in turn, every run written to ``store``; an
     instance whose portfolio with this budget is already in the store is skipped (resume)."""
-    with RunStore(store) as st:
+    with RunStore(store) as st, progress_bar(len(paths), label, str, enabled=progress) as advance:
         finished = st.finished_keys()
         for path in paths:
             inst = read_instance_file(path)
@@ -154,11 +157,12 @@ def run_certify(paths: list[Path], store: Path, item: Certify, jobs: int) -> Non
             entries = portfolio_plan(inst)
             if entries and portfolio_run_key(inst.content_hash(), entries[0], 0, item.time_limit,
                                              fam) in finished:
-                log.info("certify %s: already in the store, skipped", inst.name)
+                advance(f"{inst.name}: already in the store")
                 continue
             cert = certify(inst, item.time_limit, jobs=jobs, family=fam, on_record=st.put,
                            instance_path=display_path(path))
-            log.info("certify %s: %s", inst.name, "; ".join(cert.lines()[1:]))
+            gap = cert.gap_pct("any")
+            advance(f"{inst.name}: {cert.status}" + ("" if gap is None else f", gap {gap:.1f}%"))
 
 
 def reference_table(runs: pd.DataFrame, **bound_kw) -> pd.DataFrame:
