@@ -11,10 +11,13 @@ the limit of *progressive filling*:
    saturates is ``min_a rem_a / load_a`` with ``load_a = sum_{c unfrozen} w_c P[c, a]``;
 3. every class crossing a saturated arc is frozen at that level; repeat until all are frozen.
 
-Each round is two sparse matrix-vector products (``P^T w`` and ``P s``), and every round
-saturates at least one arc, so there are at most ``#arcs`` rounds. Arcs whose share is within
-a relative ``tie`` of the minimum saturate in the same round (symmetric topologies have many
-ties; treating them together is what keeps the round count small).
+:class:`MaxMin` computes this fixed point without one round per level: each round freezes
+every *local bottleneck* (an arc whose saturation level is the lowest among all arcs of the
+classes crossing it; see :meth:`MaxMin.rates` for why that is exact), so the round count is
+the length of the longest chain of bottlenecks. A round is a few gathers, scatters and two
+sparse products over the (arc, class) entries of the classes still open; shares within a
+relative ``tie`` of each other saturate together. tests/test_simulate.py checks it against
+plain one-arc-per-round progressive filling.
 
 This is the allocation of SimGrid's ``CM02`` model with equal sharing penalties (its LMM
 solver computes the same fixed point); :mod:`topoopt_milp.core.simgrid_ref` checks it.
