@@ -188,10 +188,15 @@ def solve_pulp(
 # 0.73 at n = 64 before the extraction walked the flows once; kept with a margin.
 EXTRACT_PER_CONVERT = 0.6
 # Seconds of work after the solver per column of an array model at load 1 (reading the
-# column vector, decomposing flows), and HiGHS's uninterruptible start (copying the model,
-# presolve) per nonzero: the solver is not started when less than that is left.
+# column vector, decomposing flows).
 EXTRACT_S_PER_COLUMN = 1e-6
-START_S_PER_NONZERO = 1e-6
+# HiGHS's uninterruptible phases per nonzero at load 1, measured on alloc-milp at n = 64
+# (770k nonzeros, load 11 on 2 cores): presolve, 10.4 s, which HiGHS's clock counts but does
+# not interrupt; completing a partial MIP start (an LP over the continuous variables),
+# 5.4 s, before HiGHS's clock starts. The solver is not started when less than both is
+# left, and the start's completion comes off the time limit HiGHS is given.
+START_S_PER_NONZERO = 2.5e-6
+MIP_START_S_PER_NONZERO = 1.3e-6
 
 
 def solver_keep(model: MatrixModel, keep: float = 0.0) -> float:
@@ -200,13 +205,22 @@ def solver_keep(model: MatrixModel, keep: float = 0.0) -> float:
     return max(keep, EXTRACT_S_PER_COLUMN * len(model.cost) * load_factor())
 
 
-def check_start(model: MatrixModel, options: SolveOptions, keep: float) -> None:
+def mip_start_cost(model: MatrixModel, warm_start) -> float:
+    """Estimated seconds HiGHS spends completing a partial MIP start before its clock runs."""
+    if not warm_start or not model.is_mip:
+        return 0.0
+    return MIP_START_S_PER_NONZERO * model.A.nnz * load_factor()
+
+
+def check_start(model: MatrixModel, options: SolveOptions, keep: float,
+                before: float = 0.0) -> None:
     """:class:`DeadlineExceeded` when the deadline leaves less than the solver's own
-    uninterruptible start-up (copying the model, presolve) after keeping ``keep``: a solver
-    started then would return nothing better than the warm start, late."""
+    uninterruptible start-up (presolve, and ``before`` seconds of work before its clock
+    starts) after keeping ``keep``: a solver started then would return nothing better than
+    the warm start, late."""
     if options.deadline is None:
         return
-    start = START_S_PER_NONZERO * model.A.nnz * load_factor()
+    start = START_S_PER_NONZERO * model.A.nnz * load_factor() + before
     if options.deadline.left(keep) < start:
         raise DeadlineExceeded(f"time limit of {options.deadline.limit:g} s reached before "
                                "the solver could start")
@@ -358,7 +372,8 @@ def solve_matrix(
     objective itself (optimal within HiGHS's 1e-7 tolerances), otherwise ``None``."""
     sp = options.solver
     keep = solver_keep(model, keep)
-    check_start(model, options, keep)
+    before = mip_start_cost(model, warm_start)
+    check_start(model, options, keep, before)
     h = new_highs()
     h.setOptionValue("output_flag", sp.solver_log)
     h.setOptionValue("random_seed", int(options.seed))
@@ -382,14 +397,17 @@ def solve_matrix(
             val = [float(warm_start[model.names[j]]) for j in idx]
             h.setSolution(len(idx), np.array(idx, dtype=np.int32), np.array(val, dtype=float))
 
-    if options.time_left(keep) is not None:
+    budget = options.time_left(keep + before)
+    if budget is not None:
         # set last: copying a large model into HiGHS takes seconds, which HiGHS's own clock
         # (started by solve) does not see
-        h.setOptionValue("time_limit", options.time_left(keep))
+        h.setOptionValue("time_limit", budget)
     t0 = time.perf_counter()
     h.HandleKeyboardInterrupt = True  # Ctrl-C stops the solver; its incumbent comes back
     h.solve()
     runtime = time.perf_counter() - t0
+    log.debug("highs: %d columns, time limit %s s, ran %.2f s; %.2f s kept for the work after it",
+              len(model.cost), "-" if budget is None else f"{budget:.2f}", runtime, keep)
     ms = h.getModelStatus()
     info = h.getInfo()
     has_sol = info.primal_solution_status == 2  # kSolutionStatusFeasible
