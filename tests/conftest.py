@@ -90,3 +90,12 @@ def library(tmp_path):
         inst.save(root / f"tiny{n}.json")
     (root / "notes.json").write_text('{"not": "an instance"}')  # skipped by folder search
     return tmp_path / "lib"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """The fuzz corpus of tests/test_fuzz_input.py written to a folder (its ``make_world``),
+    for every fuzz test file."""
+    from test_fuzz_input import make_world
+
+    return make_world(tmp_path_factory.mktemp("fuzz"))
