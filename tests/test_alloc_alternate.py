@@ -152,7 +152,8 @@ def test_zero_traffic_is_routed_in_no_time(traffic):
 
 
 def test_every_start_above_the_cap_is_repaired_never_returned():
-    """With ``max_multiplicity = 1`` every start here has parallel links; the result used to be
+    """With ``max_multiplicity = 1`` the starts here have parallel links (all but the random
+    expander, which is simple); the result used to be
     the best start itself (2 parallel links, checker OK, another problem's answer). Starts are
     now repaired to the cap by the link step, and the result lies between alloc-milp's proven
     simple-graph optimum and the repaired starts."""
@@ -160,14 +161,15 @@ def test_every_start_above_the_cap_is_repaired_never_returned():
 
     inst = generators.sparse(8, 4, pairs=4, seed=2)
     starts = alloc_alternate.start_topologies(inst, registry.run_method)
-    assert starts and all(s.topology.links.max() > 1 for s in starts)
+    above = [s for s in starts if s.topology.links.max() > 1]
+    assert len(above) >= 2
     res = run(inst, max_multiplicity=1, max_iterations=15)
     assert res.status is Status.FEASIBLE and res.topology.links.max() <= 1
     assert any("repaired by the link step" in (s["note"] or "") for s in res.info["trajectory"])
     opt = registry.solve(inst, "alloc-milp", max_multiplicity=1, time_limit=60)
     assert opt.status is Status.OPTIMAL
     assert res.objective >= opt.objective * (1 - 1e-6)
-    for s in starts:
+    for s in above:
         fixed = alloc_alternate.repair(inst, s.topology, 1)
         assert fixed is not None and fixed.links.max() <= 1
         assert (fixed.links.sum(axis=1) == inst.degree).all()  # regular: degree kept
@@ -180,6 +182,9 @@ def test_no_start_within_the_cap_gives_no_solution(monkeypatch):
     from topoopt_milp.workloads import generators
 
     monkeypatch.setattr(alloc_alternate, "repair", lambda *a, **k: None)
+    every = alloc_alternate.start_topologies
+    monkeypatch.setattr(alloc_alternate, "start_topologies", lambda *a, **k: [
+        s for s in every(*a, **k) if s.topology.links.max() > 1])  # no simple start either
     inst = generators.sparse(8, 4, pairs=4, seed=2)
     res = registry.solve(inst, "alloc-alternate", max_multiplicity=1, time_limit=30)
     assert res.status is Status.NO_SOLUTION and res.topology is None

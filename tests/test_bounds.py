@@ -129,7 +129,11 @@ def test_lower_bounds_skips_what_does_not_fit_the_time_limit(monkeypatch):
     t0 = _time.perf_counter()
     res = registry.solve(inst, "lower-bounds", time_limit=3)
     assert _time.perf_counter() - t0 < 6
-    assert res.info["skipped"] == ["slow"] and "skipped (time limit): slow" in res.message
+    # the slow bound is skipped; the neighbourhood MILPs after it may find no time left either
+    assert res.info["skipped"][0] == "slow" and "skipped (time limit): slow" in res.message
+    assert set(res.info["skipped"]) <= {"slow", "neighbourhood_any", "neighbourhood_totient",
+                                        "gateway_any", "gateway_totient"}
     for name, value in res.info["bounds_s"].items():
         assert value == pytest.approx(plain.info["bounds_s"][name], rel=1e-12)
-    assert res.bound == pytest.approx(plain.bound, rel=1e-12)
+    assert res.bound == pytest.approx(max(res.info["bounds_s"].values()), rel=1e-12)
+    assert res.bound <= plain.bound * (1 + 1e-12)

@@ -106,7 +106,9 @@ def test_heuristics_are_limited_by_the_instance_cap_only():
         est = sizes.check(m, inst, m.options({}))
         assert est.bytes > 0 or name.startswith("route"), name
         if m.kind == "heuristic":
-            assert m.max_n is None and est.nonzeros is None
+            assert est.nonzeros is None, name
+            # alloc-search re-routes by an LP per accepted move: its spec caps n (256)
+            assert m.max_n is None or name == "alloc-search", name
 
 
 def test_max_n_travels_with_the_method_spec():

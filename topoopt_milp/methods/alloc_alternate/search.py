@@ -495,9 +495,11 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
         note = (f"; every start breaks the multiplicity cap {cap} and none could be repaired "
                 "and routed")
     elif best is not None and ws is not None and starts and starts[0].method.startswith("warm:") \
+            and starts[0].topology.links.max() <= cap \
             and starts[0].objective_s < best.objective_s * (1 - 1e-9) \
             and any(t.kind == f"start:{starts[0].method}" and t.accepted for t in traj):
-        # the warm start's own routing (best-start: the route LP at HiGHS' default tolerance)
+        # the warm start's own routing (best-start: the route LP at HiGHS' default tolerance),
+        # only when the start itself keeps the cap (a repaired start is another topology)
         # beats every routing step (at lp_tolerance): never return worse than the start
         s = starts[0]
         kept, why = _checked(instance, Solution(s.topology, s.routing, tuple(s.routing.rings),
