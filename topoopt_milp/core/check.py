@@ -82,17 +82,24 @@ def _non_finite(obj, out: list[str]) -> None:
             stack.extend((v, f"{where}[{k}]") for k, v in enumerate(value))
 
 
+def _unreadable(solution) -> list[str]:
+    """What makes ``solution`` unreadable as a whole (not an object, non-finite numbers: at
+    most 20); empty when its fields can be checked one by one."""
+    if not isinstance(solution, dict):
+        return ["solution: expected a JSON object"]
+    problems: list[str] = []
+    _non_finite(solution, problems)
+    return problems[:20]
+
+
 def check_solution(instance: dict, solution: dict) -> list[str]:
     """Return every violation of ``solution`` for ``instance`` (empty list: valid).
 
     ``instance`` is a validated instance object (:meth:`Instance.to_dict`); ``solution`` may be
     anything read from a file: a malformed field is reported, never raised."""
-    if not isinstance(solution, dict):
-        return ["solution: expected a JSON object"]
-    problems: list[str] = []
-    _non_finite(solution, problems)
+    problems = _unreadable(solution)
     if problems:
-        return problems[:20]
+        return problems
     n = int(instance["n"])
     status = solution.get("status")
     topo = solution.get("topology")
@@ -213,12 +220,9 @@ def check_topology(instance: dict, solution: dict) -> list[str]:
     the instance's fixed topology, the recorded constraints -- and the AllReduce rings when
     the file gives them (``routing.rings``); no commodity, path or objective is looked at.
     Never raises on malformed input."""
-    if not isinstance(solution, dict):
-        return ["solution: expected a JSON object"]
-    problems: list[str] = []
-    _non_finite(solution, problems)
+    problems = _unreadable(solution)
     if problems:
-        return problems[:20]
+        return problems
     topo = solution.get("topology")
     if not isinstance(topo, dict):
         return ["topology: missing (or not an object)"]

@@ -50,6 +50,24 @@ AGE = 3  # masters a column may stay unused before it leaves the pool
 STALL = 5  # rounds without progress of incumbent or bound that switch pruning off
 
 
+class Pruning:
+    """Whether the column pool may still be pruned: until ``STALL`` rounds in a row improve
+    neither the incumbent ``upper`` nor the bound ``lb``; then never again (column generation
+    without deletion terminates; module docstring). One rule for path and tree columns."""
+
+    def __init__(self, upper: float, lb: float) -> None:
+        self.on, self.best_up, self.best_lb, self.still = True, upper, lb, 0
+
+    def update(self, upper: float, lb: float) -> bool:
+        if upper < self.best_up * (1 - 1e-9) or lb > self.best_lb * (1 + 1e-9):
+            self.still = 0
+        else:
+            self.still += 1
+        self.best_up, self.best_lb = min(self.best_up, upper), max(self.best_lb, lb)
+        self.on = self.on and self.still < STALL
+        return self.on
+
+
 class _Pool:
     """Alternative paths (ragged arrays): pair ``(src[j], dst[j])`` (source index, node),
     nodes ``nodes[ptr[j]:ptr[j + 1]]``, capacity coefficients ``cres/cval[cptr[j]:...]``."""
@@ -179,7 +197,7 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
     timings["setup"] = time.perf_counter() - t
     history, status, it = [], "iteration_limit", 0
     last_pool, x, mu = _Pool(), np.zeros(1), mu_start
-    prune, best_up, best_lb, still = True, upper0, bound.lb, 0
+    pruning = Pruning(upper0, bound.lb)
     while it < limits.max_iter:
         if limits.out_of_time():
             status = "time_limit"
@@ -212,13 +230,7 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
         if len(cand) == 0:
             status = "optimal"  # no improving path at the master's own duals
             break
-        # progress test: a stalled search stops pruning (see the module docstring)
-        if upper < best_up * (1 - 1e-9) or bound.lb > best_lb * (1 + 1e-9):
-            still = 0
-        else:
-            still += 1
-        best_up, best_lb = min(best_up, upper), max(best_lb, bound.lb)
-        prune = prune and still < STALL
+        prune = pruning.update(upper, bound.lb)  # a stalled search stops pruning
         t = time.perf_counter()
         if len(cand) > max_cols:
             cand = cand[np.argpartition(-gain.ravel()[cand], max_cols)[:max_cols]]
@@ -229,7 +241,7 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
         add(ks, ts, pred)
         timings["columns"] += time.perf_counter() - t
     if status in ("", "iteration_limit"):
-        status = f"iteration_limit ({limits.max_iter} rounds{'' if prune else ', pruning off'})"
+        status = f"iteration_limit ({limits.max_iter} rounds{'' if pruning.on else ', pruning off'})"
     res = _result(n, key, sources, rows, base, last_pool, x, arc_id, res_of_arc, cap, bound,
                   it, status, timings, history, limits, mu)
     if res.upper > upper0 * (1 + 1e-12):  # an inexact master: the start is better

@@ -56,7 +56,7 @@ from .common import (
     tree_sum_down,
     tree_sum_up,
 )
-from .paths import AGE, PRUNE, STALL
+from .paths import AGE, PRUNE, Pruning
 
 
 class TreePool:
@@ -169,7 +169,7 @@ def solve_trees(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, init_rounds
     timings["setup"] = time.perf_counter() - t
     history, status, it = [], "iteration_limit", 0
     last_pool, x = pool, None
-    prune, best_up, best_lb, still = True, np.inf, bound.lb, 0
+    pruning = Pruning(np.inf, bound.lb)
     while it < limits.max_iter:
         if limits.out_of_time():
             status = "time_limit"
@@ -208,12 +208,7 @@ def solve_trees(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, init_rounds
         if len(cand) == 0:
             status = "optimal"
             break
-        if upper < best_up * (1 - 1e-9) or bound.lb > best_lb * (1 + 1e-9):
-            still = 0
-        else:
-            still += 1
-        best_up, best_lb = min(best_up, upper), max(best_lb, bound.lb)
-        prune = prune and still < STALL
+        prune = pruning.update(upper, bound.lb)
         t = time.perf_counter()
         pool.age = np.where(lam > 0, 0, pool.age + 1)
         if prune:
@@ -221,7 +216,7 @@ def solve_trees(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, init_rounds
         add(dist, pred, cand)
         timings["columns"] += time.perf_counter() - t
     if status in ("", "iteration_limit"):
-        status = f"iteration_limit ({limits.max_iter} rounds{'' if prune else ', pruning off'})"
+        status = f"iteration_limit ({limits.max_iter} rounds{'' if pruning.on else ', pruning off'})"
     lam = _weights(last_pool, x, S) if x is not None else _first_trees(last_pool, S)
     return tree_result(n, last_pool, lam, sources, rows, arc_id, res_of_arc, cap, bound, it,
                        status, timings, history, limits)
