@@ -1,7 +1,8 @@
 """``lower-bounds``: the best valid lower bound of a ring scope, as a method (no solution).
 
 The bounds themselves are :mod:`topoopt_milp.methods.bounds.counting` and
-:mod:`topoopt_milp.methods.bounds.neighbourhood` and :mod:`topoopt_milp.methods.bounds.gateway`
+:mod:`topoopt_milp.methods.bounds.neighbourhood`, :mod:`topoopt_milp.methods.bounds.gateway`
+and :mod:`topoopt_milp.methods.bounds.coupled`
 (with their validity proofs); this module
 is the method: it reports the largest of them for the ``rings`` scope, plus the alloc-benders
 master's bound after ``master_time`` seconds, stored like any run so that tables measure every
@@ -34,6 +35,7 @@ from ..core.sizes import dense_estimate
 from ..core.spec import MethodSpec
 from .alloc_benders.decomposition import master_bound
 from .bounds.counting import BOUNDS
+from .bounds.coupled import coupled_bound
 from .bounds.gateway import gateway_bound
 from .bounds.neighbourhood import neighbourhood_bound
 from .result_step import honest_result
@@ -52,6 +54,10 @@ class LowerBoundParams(Params):
     gateway_time: float = knob(
         30.0, "lower-bounds: seconds for the gateway bound (per AllReduce group: the links its "
               "members must spend on leaving it; 0: skipped).", minimum=0)
+    coupled_time: float = knob(
+        0.0, "lower-bounds: seconds for the coupled neighbourhood bound (the busiest nodes' "
+             "neighbourhood MILPs sharing their neighbours' ports and forwarding capacity; "
+             "scope any, also valid for totient; 0: skipped).", minimum=0)
 
 
 def bound_scope(instance: Instance | None, options: SolveOptions) -> Scope:
@@ -64,8 +70,10 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     """``lower-bounds``: the best of the cheap bounds for the ``rings`` scope (``choose``: the
     TotientPerms orders, alloc-milp's ring space; ``any``: every ring order), the
     neighbourhood bound of that scope within ``neighbourhood_time`` seconds
-    (:mod:`topoopt_milp.methods.bounds.neighbourhood`) and the gateway bound within
-    ``gateway_time`` (:mod:`topoopt_milp.methods.bounds.gateway`), plus the
+    (:mod:`topoopt_milp.methods.bounds.neighbourhood`), the gateway bound within
+    ``gateway_time`` (:mod:`topoopt_milp.methods.bounds.gateway`) and the coupled
+    neighbourhood bound within ``coupled_time`` (:mod:`topoopt_milp.methods.bounds.coupled`;
+    its model is the ``any`` one, valid in both scopes), plus the
     alloc-benders master's bound after ``master_time`` seconds (``choose`` only; 0: skipped).
     Returns no solution, only the bound and its scope (status ``no_solution``), so that
     tables measure every covered solution against it."""
@@ -89,16 +97,19 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
         else:
             values[name] = value
     for name, seconds, bound_fn in (("neighbourhood", p.neighbourhood_time, neighbourhood_bound),
-                                    ("gateway", p.gateway_time, gateway_bound)):
+                                    ("gateway", p.gateway_time, gateway_bound),
+                                    ("coupled", p.coupled_time, coupled_bound)):
         left = options.time_left()
-        later = p.master_time + (p.gateway_time if name == "neighbourhood" else 0.0)
+        later = p.master_time + {"neighbourhood": p.gateway_time + p.coupled_time,
+                                 "gateway": p.coupled_time}.get(name, 0.0)
         if left is not None:  # the method's time limit covers every bound it runs
             seconds = min(seconds, max(0.0, (left - RESERVE_S) * seconds
                                        / max(seconds + later, 1e-9)))
         if seconds > 0:
             # "totient" couples successor and predecessor shares through one split: never lower
             values[f"{name}_{scope_name}"] = bound_fn(instance, scope_name, seconds)
-        elif p.neighbourhood_time > 0 if name == "neighbourhood" else p.gateway_time > 0:
+        elif {"neighbourhood": p.neighbourhood_time, "gateway": p.gateway_time,
+              "coupled": p.coupled_time}[name] > 0:
             skipped.append(f"{name}_{scope_name}")
     if p.master_time > 0 and scope_name == "totient":
         left = options.time_left()

@@ -1,0 +1,235 @@
+"""Coupled neighbourhood bound: the hot nodes' neighbourhood MILPs joined by the forwarding
+capacity and the ports of the nodes they share (issue 16, item 2).
+
+The neighbourhood bound of :mod:`.neighbourhood` solves one node at a time: each busy node
+may pick the same few lightly loaded nodes as neighbours and spend all of their spare
+capacity on forwarding its own bytes. On the co-optimized DLRM instance (n = 128, d = 4) the
+eight embedding nodes all run at the ideal-switch load, so each needs its neighbours to
+forward about three of its four links' worth of bytes in each direction, and every one of
+them, alone, finds enough spare capacity: the bound stays at the ideal switch. Here the
+MILPs of a *set* ``Hot`` of busy nodes are solved as one model in which a node ``u`` forwards,
+for all of them together, no more than its spare capacity, and gives them no more than its
+``d`` ports.
+
+Notation (as in :mod:`.neighbourhood`): ``c = B T`` bytes per link and direction in time
+``T``; ``out_u``, ``in_u`` the bytes node ``u`` sends and receives (ring edges included);
+``b_vu`` the MP bytes ``v -> u``; ``e_g`` the ring edge bytes of group ``g``; ``sigma_u = d c -
+max(out_u, in_u)``.
+
+Validity (lemma). Take a solution (integer symmetric topology ``x`` with at most ``d`` ports a
+node, fractional routing, any ring orders split freely) of time ``T``; cut cycles out of its
+paths (no load rises), so every path is simple. For every ``v`` in ``Hot`` and ``u != v`` the
+rows of the neighbourhood lemma hold with the same flows ``D_vu, G_vu`` (``v``'s bytes whose
+first arc is ``v -> u``, destined to ``u`` or beyond), ``A_uv, H_uv`` (bytes for ``v`` whose
+last arc is ``u -> v``, from ``u`` or from farther) and ring shares ``phi_gvu``, ``pi_gvu``
+(the share of ``g``'s ring orders in which ``u`` follows, resp. precedes, ``v``):
+
+* ``sum_u x_vu <= d``; ``D_vu + G_vu <= c x_vu``; ``A_uv + H_uv <= c x_vu``;
+* ``sum_u D_vu + G_vu = out_v``; ``sum_u A_uv + H_uv = in_v``;
+* ``D_vu <= b_vu + sum_g e_g phi_gvu``, ``A_uv <= b_uv + sum_g e_g pi_gvu``,
+  ``sum_u phi_gvu = sum_u pi_gvu = 1``;
+* ``G_vu + H_uv <= sigma_u`` (no byte is in both: it would go from ``v`` to ``v``).
+
+Coupling rows, for every node ``u``: the bytes of ``G_vu`` over ``v`` in ``Hot`` are distinct
+(different origins), each enters ``u`` and leaves it and is not ``u``'s own, so ``sum_v G_vu <=
+sigma_u``; likewise ``sum_v H_uv <= sigma_u`` (different destinations). A byte can be in
+``G_vu`` and in ``H_uw`` only when it goes ``v -> u -> w`` with ``v != w`` both in ``Hot``;
+call the bytes counted twice at ``u`` ``Z_u``. Then ``Z_u <= sum_v G_vu``, ``Z_u <= sum_v H_uv``,
+the distinct bytes ``u`` forwards are at least ``sum_v (G_vu + H_uv) - Z_u <= sigma_u``, and
+since each byte has one path (split flows: its fractions) and a simple two-hop path has one
+middle node, ``sum_u Z_u <= BHH``, the bytes from a node of ``Hot`` to another: MP ``b_vw``
+plus, per member ``v`` of a group with another member in ``Hot``, at most ``e_g``. Ports: a
+node ``u`` outside ``Hot`` has at most ``d`` links, so ``sum_{v in Hot} x_vu <= d``; between
+two nodes of ``Hot`` the link count ``x_vw = x_wv`` is one variable, so both port rows see it.
+
+Every solution of time ``T`` thus meets these rows at ``c = B T``. Divided by ``c`` they are
+linear in ``lambda = 1 / c`` (capacities ``x_vu``, ``sigma_u = d - lambda max(out_u, in_u)``,
+demands ``lambda b_vu``, ring shares summing to ``lambda``), so the MILP "maximise ``lambda``"
+over integer ``x`` has an optimum ``>= 1 / (B T)``, and its dual bound after any time limit
+(or the LP relaxation's optimum) is at least that. Hence ``T >= 1 / (lambda_ub B)``. Any set
+``Hot`` gives a valid bound; with one node it is that node's neighbourhood MILP.
+
+Scope: ``"any"`` (ring shares are free distributions over the group's other members, a
+relaxation of any split over any orders). An ``"any"`` bound holds in every narrower ring
+space, so it is also reported for the TotientPerms scope. No multiplicity cap is assumed.
+
+Floor: the model restricted to one node's rows is that node's neighbourhood MILP, so its
+optimum is at least each hot node's ``"any"`` neighbourhood value; those are solved first
+(within 30% of the time) and bound ``lambda`` from above, so the result is never below them.
+
+Size: ``|Hot| (n - 1)`` candidate pairs with five columns each, plus ring shares; the hot set
+is the nodes whose ``max(out, in)`` is at least ``share`` of the busiest one's, busiest first,
+at most ``max_hot`` of them.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import highspy
+import numpy as np
+from scipy.sparse import coo_matrix
+
+from ...core.backends.pulp_backend import MatrixModel, highs_lp, new_highs
+from ...core.instance import Instance
+from .neighbourhood import _Rows, _solve_node, node_problem
+
+INF = math.inf
+
+
+def hot_nodes(instance: Instance, share: float = 0.9, max_hot: int = 16) -> list[int]:
+    """The busiest nodes (``max(out, in)`` at least ``share`` of the largest), busiest first,
+    at most ``max_hot``."""
+    out, inn = instance.node_out_in_bytes()
+    load = np.maximum(out, inn)
+    if load.max() <= 0:
+        return []
+    order = [int(v) for v in np.argsort(-load, kind="stable")]
+    return [v for v in order if load[v] >= share * load.max() and load[v] > 0][:max_hot]
+
+
+def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30.0,
+                  hot: list[int] | None = None, share: float = 0.9, max_hot: int = 16,
+                  info: dict | None = None) -> float:
+    """``1 / (lambda_ub B)`` of the coupled MILP over ``hot`` (default :func:`hot_nodes`)
+    within ``time_limit`` seconds (module docstring); seconds. ``scope`` may be ``"any"`` or
+    ``"totient"``: the model is the ``"any"`` one in both (valid in the narrower scope)."""
+    if scope not in ("any", "totient"):
+        raise ValueError(f"scope: unknown {scope!r} (known: any, totient)")
+    t0 = time.perf_counter()
+    n, d = instance.n, instance.degree
+    out, inn = instance.node_out_in_bytes()
+    load = np.maximum(out, inn)
+    if instance.total_bytes() <= 0 or d < 1 or load.max() <= 0:
+        return 0.0
+    hot = hot_nodes(instance, share, max_hot) if hot is None else [int(v) for v in hot]
+    if not hot:
+        return 0.0
+    V = float(load.max()) / d  # unit of bytes: the ideal-switch capacity
+    mp = instance.mp_matrix() / V
+    ld = load / V
+    hset = set(hot)
+    groups = [(g.edge_bytes / V, sorted(g.members)) for g in instance.allreduce
+              if g.edge_bytes > 0]
+    # columns: lambda | x | per pair (v, u): D, G, A, H | shares | Z[u]
+    col = 1
+    xcol: dict[tuple[int, int], int] = {}
+    for v in hot:
+        for u in range(n):
+            if u == v:
+                continue
+            key = (min(u, v), max(u, v)) if u in hset else (v, u)
+            if key not in xcol:
+                xcol[key] = col
+                col += 1
+    nx_end = col
+    pair: dict[tuple[int, int], int] = {}
+    for v in hot:
+        for u in range(n):
+            if u != v:
+                pair[v, u] = col
+                col += 4
+    share_col: dict[tuple[int, int], tuple[int, list[int]]] = {}  # (v, g) -> start, members
+    for v in hot:
+        for gi, (_e, ms) in enumerate(groups):
+            if v in ms:
+                others = [u for u in ms if u != v]
+                share_col[v, gi] = (col, others)
+                col += 2 * len(others)
+    z0 = col
+    col += n
+    nc = col
+    rows = _Rows()
+
+    def x_of(v: int, u: int) -> int:
+        return xcol[(min(u, v), max(u, v))] if u in hset else xcol[v, u]
+
+    bhh = 0.0
+    for v in hot:
+        rows.add([x_of(v, u) for u in range(n) if u != v], [1.0] * (n - 1), -INF, d)
+        bhh += float(sum(mp[v, w] for w in hot if w != v))
+        for e, ms in groups:
+            if v in ms and any(w in hset and w != v for w in ms):
+                bhh += e
+        succ_of: dict[int, list[int]] = {}
+        for gi, (e, _ms) in enumerate(groups):
+            if (v, gi) not in share_col:
+                continue
+            start, others = share_col[v, gi]
+            k = len(others)
+            rows.add(list(range(start, start + k)) + [0], [1.0] * k + [-e], 0.0, 0.0)
+            rows.add(list(range(start + k, start + 2 * k)) + [0], [1.0] * k + [-e], 0.0, 0.0)
+            for j, u in enumerate(others):
+                succ_of.setdefault(u, []).append((start + j, start + k + j))
+        own_out, own_in = [], []
+        for u in range(n):
+            if u == v:
+                continue
+            D = pair[v, u]
+            G, A, H, x = D + 1, D + 2, D + 3, x_of(v, u)
+            rows.add([D, G, x], [1.0, 1.0, -1.0], -INF, 0.0)
+            rows.add([A, H, x], [1.0, 1.0, -1.0], -INF, 0.0)
+            rows.add([G, H, 0], [1.0, 1.0, float(ld[u])], -INF, float(d))
+            sh = succ_of.get(u, [])
+            rows.add([D, 0] + [s for s, _p in sh], [1.0, -float(mp[v, u])] + [-1.0] * len(sh),
+                     -INF, 0.0)
+            rows.add([A, 0] + [p for _s, p in sh], [1.0, -float(mp[u, v])] + [-1.0] * len(sh),
+                     -INF, 0.0)
+            own_out += [D, G]
+            own_in += [A, H]
+        rows.add(own_out + [0], [1.0] * len(own_out) + [-float(out[v] / V)], 0.0, INF)
+        rows.add(own_in + [0], [1.0] * len(own_in) + [-float(inn[v] / V)], 0.0, INF)
+    for u in range(n):
+        gs = [pair[v, u] + 1 for v in hot if v != u]
+        hs = [pair[v, u] + 3 for v in hot if v != u]
+        if not gs:
+            continue
+        lu, z = float(ld[u]), z0 + u
+        rows.add(gs + [0], [1.0] * len(gs) + [lu], -INF, float(d))
+        rows.add(hs + [0], [1.0] * len(hs) + [lu], -INF, float(d))
+        rows.add(gs + hs + [z, 0], [1.0] * (2 * len(gs)) + [-1.0, lu], -INF, float(d))
+        rows.add([z] + gs, [1.0] + [-1.0] * len(gs), -INF, 0.0)
+        rows.add([z] + hs, [1.0] + [-1.0] * len(hs), -INF, 0.0)
+        if u not in hset:
+            rows.add([xcol[v, u] for v in hot], [1.0] * len(hot), -INF, float(d))
+    rows.add(list(range(z0, z0 + n)) + [0], [1.0] * n + [-bhh], -INF, 0.0)
+    col_up = np.full(nc, INF)
+    col_up[1:nx_end] = float(d)
+    integer = np.zeros(nc, bool)
+    integer[1:nx_end] = True
+    # floor: each hot node's own neighbourhood MILP ("any"), a relaxation of this model
+    c_lo = max(out.max(), inn.max()) / V / d  # the ideal switch (= 1 in units of V)
+    solved: dict[tuple, float] = {}
+    for v in hot:
+        left = 0.3 * time_limit - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        key = node_problem(instance, v, "any")[0]
+        if key not in solved:
+            solved[key] = _solve_node(key, left)
+        c_lo = max(c_lo, solved[key])
+    col_up[0] = 1.0 / c_lo
+    cost = np.zeros(nc)
+    cost[0] = 1.0
+    A_ = coo_matrix((rows.v, (rows.r, rows.c)), shape=(len(rows.lo), nc)).tocsc()
+    model = MatrixModel(A_, cost, np.zeros(nc), col_up, np.array(rows.lo), np.array(rows.up),
+                        integer, [], maximize=True)
+    h = new_highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("mip_rel_gap", 1e-6)
+    left = time_limit - (time.perf_counter() - t0)
+    h.setOptionValue("time_limit", max(float(left), 0.05))
+    h.passModel(highs_lp(model))
+    h.run()
+    status = h.getModelStatus()
+    if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit,
+                      highspy.HighsModelStatus.kInterrupt):
+        raise RuntimeError(f"coupled neighbourhood MILP: {h.modelStatusToString(status)}")
+    lam_ub = float(h.getInfo().mip_dual_bound)
+    c = c_lo if not math.isfinite(lam_ub) or lam_ub <= 0 else max(c_lo, 1.0 / min(lam_ub,
+                                                                                   col_up[0]))
+    if info is not None:
+        info.update(hot=len(hot), status=h.modelStatusToString(status),
+                    seconds=time.perf_counter() - t0, columns=nc, rows=len(rows.lo))
+    return float(c * V / instance.link_bytes_per_s)
