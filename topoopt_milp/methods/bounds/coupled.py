@@ -53,6 +53,14 @@ Scope: ``"any"`` (ring shares are free distributions over the group's other memb
 relaxation of any split over any orders). An ``"any"`` bound holds in every narrower ring
 space, so it is also reported for the TotientPerms scope. No multiplicity cap is assumed.
 
+Consistency (``consistent=True``), for ``v`` and ``u`` both in ``Hot``: ``D_vu`` (``v``'s
+bytes whose first arc ``v -> u`` ends at their destination ``u``) and ``u``'s ``A_vu`` (bytes
+for ``u`` whose last arc is ``v -> u`` and which start at ``v``) are the same one-hop bytes, so
+they are equal; and ``phi_gvu`` (the share of ``g``'s orders in which ``u`` follows ``v``)
+equals ``u``'s ``pi_guv`` (the share in which ``v`` precedes ``u``): the same orders. In a
+ring of ``k >= 3`` members ``u`` cannot both follow and precede ``v``, so ``phi_gvu +
+phi_guv <= 1`` (in the model's units, ``<= lambda e_g``).
+
 Floor: the model restricted to one node's rows is that node's neighbourhood MILP, so its
 optimum is at least each hot node's ``"any"`` neighbourhood value; those are solved first
 (within 30% of the time) and bound ``lambda`` from above, so the result is never below them.
@@ -91,7 +99,7 @@ def hot_nodes(instance: Instance, share: float = 0.9, max_hot: int = 16) -> list
 
 def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30.0,
                   hot: list[int] | None = None, share: float = 0.9, max_hot: int = 16,
-                  info: dict | None = None) -> float:
+                  info: dict | None = None, consistent: bool = True) -> float:
     """``1 / (lambda_ub B)`` of the coupled MILP over ``hot`` (default :func:`hot_nodes`)
     within ``time_limit`` seconds (module docstring); seconds. ``scope`` may be ``"any"`` or
     ``"totient"``: the model is the ``"any"`` one in both (valid in the narrower scope)."""
@@ -194,6 +202,20 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
         if u not in hset:
             rows.add([xcol[v, u] for v in hot], [1.0] * len(hot), -INF, float(d))
     rows.add(list(range(z0, z0 + n)) + [0], [1.0] * n + [-bhh], -INF, 0.0)
+    if consistent:  # one byte set, one ring share, seen from both ends of a hot pair
+        for v in hot:
+            for u in hot:
+                if u != v:
+                    rows.add([pair[v, u], pair[u, v] + 2], [1.0, -1.0], 0.0, 0.0)
+                    for gi in range(len(groups)):
+                        if (v, gi) in share_col and (u, gi) in share_col:
+                            sv, ov = share_col[v, gi]
+                            su, ou = share_col[u, gi]
+                            rows.add([sv + ov.index(u), su + len(ou) + ou.index(v)],
+                                     [1.0, -1.0], 0.0, 0.0)
+                            if v < u and len(ov) >= 2:  # no 2-cycle in a ring of >= 3
+                                rows.add([sv + ov.index(u), su + ou.index(v), 0],
+                                         [1.0, 1.0, -groups[gi][0]], -INF, 0.0)
     col_up = np.full(nc, INF)
     col_up[1:nx_end] = float(d)
     integer = np.zeros(nc, bool)
