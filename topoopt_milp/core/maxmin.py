@@ -15,7 +15,7 @@ the limit of *progressive filling*:
 every *local bottleneck* (an arc whose saturation level is the lowest among all arcs of the
 classes crossing it; see :meth:`MaxMin.rates` for why that is exact), so the round count is
 the length of the longest chain of bottlenecks. A round is a few gathers, scatters and two
-sparse products over the (arc, class) entries of the classes still open; shares within a
+scatters over the (arc, class) entries of the classes still open; shares within a
 relative ``tie`` of each other saturate together. tests/test_simulate.py checks it against
 plain one-arc-per-round progressive filling.
 
@@ -36,10 +36,11 @@ class MaxMin:
     once per set of paths and solved for any flow counts by :meth:`rates`.
 
     Data layout (all numpy, no per-class Python loop in a round): the ``arcs x classes``
-    incidence matrix ``PT`` in CSR form (arc totals are sparse products; each stored entry is
-    one (arc, class) pair, and ``rowid`` holds its arc), and the paths grouped by hop count
-    into dense ``hops x classes`` blocks (a class's lowest arc level is one gather and one
-    column-wise minimum per block)."""
+    incidence matrix ``PT`` in CSR form; each stored entry is one (arc, class) pair with the
+    times the class crosses the arc, and ``rowid`` holds its arc. A round works on the
+    entries of the open classes only: a class's lowest arc level is one gather and one
+    ``minimum.at`` scatter, and the frozen bandwidth and open flows of the arcs are updated by
+    ``bincount`` over the entries of the classes it freezes (no product over all classes)."""
 
     def __init__(self, paths: list[np.ndarray], cap: np.ndarray) -> None:
         self.m = len(cap)
@@ -56,10 +57,6 @@ class MaxMin:
         self.PT.sort_indices()
         self.indices = self.PT.indices
         self.rowid = np.repeat(np.arange(self.m), np.diff(self.PT.indptr))
-        self.blocks = []
-        for h in np.unique(lens):
-            ids = np.flatnonzero(lens == h)
-            self.blocks.append((ids, np.stack([paths[c] for c in ids], axis=1)))
 
     def rates(self, weights: np.ndarray, tie: float = TIE) -> tuple[np.ndarray, int]:
         """Per-flow rate of every class for ``weights`` flows per class (``0``: idle, rate
@@ -78,13 +75,13 @@ class MaxMin:
         w = np.asarray(weights, dtype=float)
         open_ = w > 0
         rate = np.zeros(self.k)
-        load = self.PT @ np.where(open_, w, 0.0)
-        frozen = np.zeros(self.m)
-        # the (arc, class) entries and path blocks of the open classes only: compacted after
-        # every round, so later rounds cost what is left, not the whole instance
+        # the (arc, class) entries of the open classes, with the times the class crosses the
+        # arc: compacted after every round, so later rounds cost what is left
         keep = open_[self.indices]
-        ind, row = self.indices[keep], self.rowid[keep]
-        blocks = [(ids[open_[ids]], blk[:, open_[ids]]) for ids, blk in self.blocks]
+        ind, row, mult = self.indices[keep], self.rowid[keep], self.PT.data[keep]
+        wm = w[ind] * mult
+        load = np.bincount(row, weights=wm, minlength=self.m)
+        frozen = np.zeros(self.m)
         low = np.empty(self.k)
         rounds = 0
         while len(ind):
@@ -92,23 +89,26 @@ class MaxMin:
             with np.errstate(divide="ignore", invalid="ignore"):
                 lvl = np.maximum(self.cap - frozen, 0.0) / load
             lvl[load <= 0] = np.inf
-            for ids, block in blocks:
-                low[ids] = np.minimum.reduce(lvl[block], axis=0)
+            # a class's level is the lowest level of its arcs
+            low[ind] = np.inf
+            e_lvl = lvl[row]
+            np.minimum.at(low, ind, e_lvl)
+            e_low = low[ind]
             # an arc is blocked if an open class through it has a lower level elsewhere
             blocked = np.zeros(self.m, dtype=bool)
-            blocked[row[low[ind] * (1 + tie) < lvl[row]]] = True
+            blocked[row[e_low * (1 + tie) < e_lvl]] = True
             hit = np.zeros(self.k, dtype=bool)
             hit[ind[~blocked[row]]] = True
             if not hit.any():  # cannot happen: the arc of the lowest level is a bottleneck
                 raise RuntimeError("max-min: progressive filling made no progress")
             rate[hit] = low[hit]
-            dw = np.where(hit, w, 0.0)
-            frozen += self.PT @ (dw * np.where(hit, low, 0.0))
-            load -= self.PT @ dw
+            gone = hit[ind]
+            rg, wg = row[gone], wm[gone]
+            frozen += np.bincount(rg, weights=wg * e_low[gone], minlength=self.m)
+            load -= np.bincount(rg, weights=wg, minlength=self.m)
             load[load < 0.5] = 0.0  # flow counts are integers: clear rounding residue
-            stay = ~hit[ind]
-            ind, row = ind[stay], row[stay]
-            blocks = [(ids[~hit[ids]], blk[:, ~hit[ids]]) for ids, blk in blocks]
+            stay = ~gone
+            ind, row, wm = ind[stay], row[stay], wm[stay]
         return rate, rounds
 
 
