@@ -361,4 +361,7 @@ def warm_route(instance, links, previous, epsilon: float = 0.01,
                         warm_start=previous)
     if time_limit is not None:
         opts = opts.with_(deadline=time.perf_counter() + time_limit)
-    return SPEC.solve(instance.with_topology(links), opts)
+    from .warm import fast_warm_route  # the problem patched, not rebuilt (.warm)
+
+    fast = fast_warm_route(instance, links, previous, opts)
+    return fast if fast is not None else SPEC.solve(instance.with_topology(links), opts)
