@@ -58,6 +58,7 @@ from .common import LENGTH_FLOOR, ApproxResult, paths_back
 
 INFO_KEY = "route_approx"  # SolveResult.info entry with the lengths of the run
 MIN_FRAC = 0.05  # old paths carrying less of their pair do not enter the first pool
+DETOURS = 2  # start paths per pair that lost a path (surviving)
 THETAS = (0.15, 0.25, 0.35, 0.5, 0.7, 1.0)  # new-arc lengths tried (resource_lengths)
 
 
@@ -305,6 +306,7 @@ def fast_warm_route(instance, links, previous, options):
     warm = _recall("warm", previous)
     if warm is None:
         warm = WarmStart.from_solution(previous, instance.n)
+        _remember("warm", previous, warm)  # the next candidate from the same result
     tw = time.perf_counter()
     eps = float(options.method.epsilon)
     res = approx_min_congestion(instance.n, P.arcs, P.res_arcs, P.res_cap, P.D, eps,
