@@ -107,3 +107,37 @@ def test_theta_search_gives_a_valid_bound_no_worse_than_theta_one(seed):
     lb = pricer(mu, bound_only=True)
     exact = registry.solve(fixed, "route-milp").objective / P.sec_per_unit
     assert lb_one <= lb <= exact * (1 + 1e-7)
+
+
+def test_fast_path_constants_are_the_methods():
+    from topoopt_milp.methods.route_approx import method, warm
+
+    assert warm.OPTIMAL_GAP == method.OPTIMAL_GAP
+    import inspect
+
+    sig = inspect.signature(method.approx_min_congestion)
+    assert sig.parameters["max_iter"].default == warm.MAX_ITER
+
+
+def test_reroute_approx_warm_from_the_current_solution():
+    """alloc-search's approximate evaluation: a checked solution within 1 + eps of the route
+    LP on the candidate, warm-started from the current one (its route-approx result is
+    remembered), with prices normalised like the LP's duals (sum pi_a L_a = 1)."""
+    from topoopt_milp.methods.alloc_search.reroute import reroute_approx
+
+    n, d = 16, 4
+    inst = generators.generate("dlrm", n, d, seed=0)
+    opts = SPEC.options({})
+    L = random_regular(n, d, 0).links
+    cur, why = reroute_approx(inst, Topology(L), opts)
+    assert cur is not None, why
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        L = edge_swap(L, rng)
+        sol, why = reroute_approx(inst, Topology(L), opts, near=cur)
+        assert sol is not None, why
+        exact = registry.solve(inst.with_topology(L), "route-milp")
+        assert exact.objective * (1 - 1e-7) <= sol.objective_s <= exact.objective * (1 + EPS)
+        assert abs(float((sol.prices * L).sum()) - 1.0) < 1e-9
+        assert sol.gains is not None and (sol.gains <= sol.prices + 1e-12)[L > 0].all()
+        cur = sol

@@ -56,6 +56,8 @@ from scipy.sparse.csgraph import dijkstra
 from .base import hops
 from .common import LENGTH_FLOOR, ApproxResult, paths_back
 
+OPTIMAL_GAP = 1e-6  # as route_approx.method.OPTIMAL_GAP (tests/test_route_warm.py checks)
+MAX_ITER = 1000  # as approx_min_congestion's max_iter
 INFO_KEY = "route_approx"  # SolveResult.info entry with the lengths of the run
 MIN_FRAC = 0.05  # old paths carrying less of their pair do not enter the first pool
 DETOURS = 2  # start paths per pair that lost a path (surviving)
@@ -296,7 +298,8 @@ def fast_warm_route(instance, links, previous, options):
     from ...core.topology import Commodity, Routing
     from .. import model_data as _exact
     from ..formulations import route
-    from .method import OPTIMAL_GAP, approx_min_congestion
+    from .common import Limits
+    from .paths import solve_paths
 
     t0 = time.perf_counter()
     P = patched_problem(instance, links, options)
@@ -309,8 +312,14 @@ def fast_warm_route(instance, links, previous, options):
         _remember("warm", previous, warm)  # the next candidate from the same result
     tw = time.perf_counter()
     eps = float(options.method.epsilon)
-    res = approx_min_congestion(instance.n, P.arcs, P.res_arcs, P.res_cap, P.D, eps,
-                                options.time_left(), seed=options.seed, warm=warm)
+    n, m = instance.n, len(P.arcs)
+    arc_id = np.full((n, n), -1, np.int64)
+    arc_id[P.arcs[:, 0], P.arcs[:, 1]] = np.arange(m)
+    # approx_min_congestion's path branch, its input checks done by the patching (one
+    # resource per arc, distinct arcs, positive capacities, every demand connected)
+    res = solve_paths(n, P.arcs, arc_id, np.arange(m), P.res_cap, P.D,
+                      Limits(t0, options.time_left(), MAX_ITER, eps),
+                      max(4 * m, n * n // 16), 1, options.seed, warm)
     t = time.perf_counter()
     nxt = WarmStart.from_approx(res, P.arcs, P.D)
     paths = nxt.pair_paths()
