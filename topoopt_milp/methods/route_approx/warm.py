@@ -4,9 +4,11 @@ A local search changes a few links at a time (an edge swap: two links out, two i
 route every candidate. :class:`WarmStart` keeps what a ``route-approx`` run on ``L`` leaves:
 its routing (as paths per pair) and its best-bound arc lengths. On ``L'``:
 
-* the lengths of the arcs ``L'`` keeps are the old ones, a new arc gets the old-length
-  distance between its ends; they give the first certified bound and the best point that Wentges smoothing
-  starts from, so pricing starts from the old duals;
+* the lengths of the arcs ``L'`` keeps are the old ones; a new arc ``(u, v)`` gets ``theta``
+  times the old-length distance from ``u`` to ``v``, ``theta`` the best of a few by the bound
+  it certifies (:meth:`WarmStart.resource_lengths`); they give the first certified bound
+  and the best point that Wentges smoothing starts from, so pricing starts from the old
+  duals;
 * the old paths through a removed link are dropped; the others (the old routing's columns)
   are the first pool, each pair's surviving paths rescaled to carry the whole pair (the
   repair), and the pair's hop-count key path covers pairs without one. The first master
@@ -17,6 +19,26 @@ its routing (as paths per pair) and its best-bound arc lengths. On ``L'``:
   paths wandered and the start was 2x worse than the old routing);
 * the certificate is the same as cold: any non-negative lengths give a valid bound
   (:mod:`.method`), so a warm start changes the speed, never the validity.
+
+The fast path (:func:`fast_warm_route`, what :func:`.warm_route` runs on a non-circulant
+topology without shared capacities): the route problem of the instance (commodities, demand
+matrix, rings) is built once per instance and patched with the new arcs and capacities (no
+``Instance.with_topology``, no ``build_problem``), the :class:`WarmStart` of a result is
+kept for the next candidate from the same result and for the next swap from the new one
+(a local search's chain), and the routing is assembled from the path arrays directly. The
+result goes through the method's own :func:`..formulations.route.finish` (objective
+recomputed from the routing, scope, analytic bound), so it is the method's result.
+
+Measured at n = 128 (``benchmarks/bench_route_warm.py``, 5 random swaps, 2 shared cores at
+load 2.1-2.9): cold/warm CPU median 3.9 (rr4, all-to-all), 1.9 and 1.8 (rr4, coopt), 2.0
+(rr8, all-to-all), 1.6 and 4.8 (rr8, coopt); the masters are 85-95% of the warm time. Tried
+and not kept (n = 128, rr4, all-to-all unless said): only the pairs that lost a path
+re-optimised, the others fixed (3% above the new optimum: every arc of the old optimum is
+tight); the whole old routing as a fixed base with an empty pool (6-9 rounds, 1.3-2.6 s);
+one persistent simplex master with columns appended (20-80 s: the master is degenerate);
+PDLP masters (slower, and a cold gap of 14% at its tolerance); extra shortest-path columns
+for the pairs that lost a path (first-master gap 1.0-2.7% instead of 2.3-8%, total time no
+better); interior-point tolerance 1e-4 or 1e-3 (more rounds).
 
 Example (the local-search loop of the certified-gaps helper)::
 
@@ -35,11 +57,11 @@ Example (the local-search loop of the certified-gaps helper)::
     >>> new.gap <= 0.01 and new.bound <= new.objective
     True
 
-``warm_route(instance, links, previous)`` is ``registry.solve(instance.with_topology(links),
-"route-approx", warm_start=previous)``; ``evaluate INST SOL --routing approx --warm-start
-OLD_SOL`` does the same from the command line. ``previous`` is any solution with a routing
-(a route-approx result also carries its lengths in ``info["route_approx"]``; without them
-hop-count lengths are used).
+``warm_route(instance, links, previous)`` gives what ``registry.solve(instance.with_topology(
+links), "route-approx", warm_start=previous)`` gives (the latter, and ``evaluate INST SOL
+--routing approx --warm-start OLD_SOL`` on the command line, take the method's full path). ``previous`` is any solution with a routing (a route-approx
+result also carries its lengths in ``info["route_approx"]``; without them hop-count lengths
+are used).
 """
 
 from __future__ import annotations
