@@ -57,11 +57,11 @@ Example (the local-search loop of the certified-gaps helper)::
     >>> new.gap <= 0.01 and new.bound <= new.objective
     True
 
-``warm_route(instance, links, previous)`` gives what ``registry.solve(instance.with_topology(
-links), "route-approx", warm_start=previous)`` gives (the latter, and ``evaluate INST SOL
---routing approx --warm-start OLD_SOL`` on the command line, take the method's full path). ``previous`` is any solution with a routing (a route-approx
-result also carries its lengths in ``info["route_approx"]``; without them hop-count lengths
-are used).
+``warm_route(instance, links, previous)`` gives what ``registry.solve(
+instance.with_topology(links), "route-approx", warm_start=previous)`` gives; the latter, and
+``evaluate INST SOL --routing approx --warm-start OLD_SOL`` on the command line, take the
+method's full path. ``previous`` is any solution with a routing (a route-approx result also
+carries its lengths in ``info["route_approx"]``; without them hop-count lengths are used).
 """
 
 from __future__ import annotations
