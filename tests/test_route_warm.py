@@ -141,3 +141,20 @@ def test_reroute_approx_warm_from_the_current_solution():
         assert abs(float((sol.prices * L).sum()) - 1.0) < 1e-9
         assert sol.gains is not None and (sol.gains <= sol.prices + 1e-12)[L > 0].all()
         cur = sol
+
+
+def test_alloc_search_with_the_approximate_router():
+    """alloc-search's moves re-routed by reroute_approx (rings = given): a checked,
+    degree-preserving result no worse than its best (exactly routed) start; the router needs
+    fixed rings."""
+    inst = all_to_all(12, 4)
+    res = registry.solve(inst, "alloc-search", time_limit=4, rings="given", router="approx")
+    fixed = inst.with_topology(res.topology.links)
+    assert certify_solution(fixed, res).violations == ()
+    assert (res.topology.degrees() == inst.degree).all()
+    steps = res.info["trajectory"]
+    assert any(s["kind"].startswith("swap:") for s in steps)
+    routed = [s["routed_s"] for s in res.info["starts"] if s["routed_s"] is not None]
+    assert res.objective <= min(routed) * (1 + 1e-9)
+    with pytest.raises(InputError, match="rings = given"):
+        registry.solve(inst, "alloc-search", time_limit=2, rings="choose", router="approx")

@@ -76,7 +76,7 @@ def reroute(instance: Instance, topology: Topology, rings: str, options: SolveOp
 
 
 # -- the approximate evaluation: route-approx, warm-started from the nearby solution ---------
-_RESULTS: OrderedDict[str, object] = OrderedDict()  # topology hash -> route-approx result
+_RESULTS: OrderedDict[tuple[int, str], object] = OrderedDict()  # (instance, links) -> result
 KEEP = 8  # route-approx results kept to warm-start the next candidates
 GAINS_MAX_N = 256  # gains need an (n, n, n) difference array: above this size, None
 
@@ -87,7 +87,8 @@ def reroute_approx(instance: Instance, topology: Topology, options: SolveOptions
     """``topology`` routed by ``route-approx`` within ``1 + epsilon`` with the instance's
     default rings (the ``"given"`` ring mode only), warm-started from ``near`` (the current
     solution of a local search: its own route-approx result when this module computed it,
-    else its routing with hop-count lengths; :func:`..route_approx.warm_route`), and checked.
+    else its routing with hop-count lengths; :func:`..route_approx.warm_route`; without
+    ``near``, the remembered result whose links differ least from ``topology``), and checked.
 
     The objective is that of the returned routing (recomputed, and checked by the
     independent checker), at most ``1 + epsilon`` times the route LP's optimum on
@@ -103,12 +104,15 @@ def reroute_approx(instance: Instance, topology: Topology, options: SolveOptions
     from ..route_approx.warm import INFO_KEY
 
     L = np.asarray(topology.links)
+    mine = [(h, r) for (i, h), r in _RESULTS.items() if i == id(instance)]
     prev = None
     if near is not None:
-        prev = _RESULTS.get(topology_hash(np.asarray(near.topology.links)))
+        prev = dict(mine).get(topology_hash(np.asarray(near.topology.links)))
         if prev is None:
             prev = SolveResult("alloc-search", Status.FEASIBLE, near.objective_s, None, 0.0,
                                topology=near.topology, routing=near.routing)
+    elif mine:  # the remembered result whose links differ least from ``topology``
+        prev = min((r for _, r in mine), key=lambda r: int(np.abs(r.topology.links - L).sum()))
     try:
         if prev is not None:
             res = warm_route(instance, L, prev, epsilon=epsilon, time_limit=time_limit)
@@ -119,7 +123,7 @@ def reroute_approx(instance: Instance, topology: Topology, options: SolveOptions
         return None, str(exc)
     if res.routing is None or res.objective is None:
         return None, f"route-approx: {res.status.value} {res.message}"
-    _RESULTS[topology_hash(L)] = res
+    _RESULTS[(id(instance), topology_hash(L))] = res  # any routing is a valid warm start
     while len(_RESULTS) > KEEP:
         _RESULTS.popitem(last=False)
     info = (res.info or {}).get(INFO_KEY)
