@@ -115,6 +115,53 @@ def warm_table(args) -> None:
                 f"{statistics.median(p.get(k, 0.0) for p in ps):.3f}" for k in names) + " |")
 
 
+def reroute_table(args) -> None:
+    """alloc-search's evaluation of a move: ``reroute`` (the exact route LP, rings = given)
+    against ``reroute_approx`` (route-approx, warm-started from the current solution), on
+    the same random swaps, CPU seconds, and the objectives' ratio (approx / exact)."""
+    from bench_route_scale import topology
+
+    from topoopt_milp.core.topology import Topology
+    from topoopt_milp.methods.alloc_search.reroute import lp_options, reroute, reroute_approx
+    from topoopt_milp.methods.route_approx.method import SPEC
+
+    load = os.getloadavg()
+    print(f"# alloc-search evaluation of one swap; load {load[0]:.2f} {load[1]:.2f} "
+          f"{load[2]:.2f}; {args.swaps} swaps each; rings = given")
+    print("| topology | n | traffic | exact cpu median [s] | approx cpu median [s] | "
+          "exact/approx (median of ratios) | approx/exact objective max | load |")
+    print("|---|---|---|---|---|---|---|---|")
+    opts = lp_options(SPEC.options({}))
+    for kind in (k for k in args.topologies.split(",") if k.startswith("rr")):
+        d = int(kind[-1])
+        for n in (int(x) for x in args.sizes.split(",")):
+            for traffic in args.warm.split(","):
+                for name, inst in instances(traffic, n, d):
+                    L = topology(kind, n).links
+                    cur, _ = reroute_approx(inst, Topology(L), opts)
+                    rng = np.random.default_rng(0)
+                    rows = []
+                    for _ in range(args.swaps):
+                        L2 = edge_swap(L, rng)
+                        c = time.process_time()
+                        ex, why = reroute(inst, Topology(L2), "given", opts)
+                        ce = time.process_time() - c
+                        c = time.process_time()
+                        ap, why2 = reroute_approx(inst, Topology(L2), opts, near=cur)
+                        ca = time.process_time() - c
+                        if ex is None or ap is None:
+                            print(f"# {name}: {why or why2}")
+                            continue
+                        rows.append((ce, ca, ap.objective_s / ex.objective_s))
+                    if not rows:
+                        continue
+                    ce, ca, ratio = zip(*rows, strict=True)
+                    print(f"| {kind} | {n} | {name} | {statistics.median(ce):.2f} | "
+                          f"{statistics.median(ca):.2f} | "
+                          f"{statistics.median(a / b for a, b in zip(ce, ca, strict=True)):.2f}"
+                          f" | {max(ratio):.4f} | {os.getloadavg()[0]:.1f} |", flush=True)
+
+
 def main() -> None:
     import argparse
     import sys
@@ -128,7 +175,10 @@ def main() -> None:
     ap.add_argument("--epsilon", type=float, default=0.01)
     ap.add_argument("--swaps", type=int, default=5)
     ap.add_argument("--phases", action="store_true", help="also the warm runs' phase times")
-    warm_table(ap.parse_args())
+    ap.add_argument("--reroute", action="store_true",
+                    help="instead: alloc-search's exact reroute against reroute_approx")
+    args = ap.parse_args()
+    (reroute_table if args.reroute else warm_table)(args)
 
 
 if __name__ == "__main__":
