@@ -13,10 +13,22 @@ re-verified by the independent checker (:func:`..alloc_alternate.search._checked
 accepted move is accepted on the exact objective of a checked solution, never on an
 estimate. Everything that evaluates a candidate calls this function, so a faster re-routing
 (warm-started, or route-approx's column generation) replaces it in one place.
+
+:func:`reroute_approx` is that faster re-routing for the ``"given"`` ring mode: route-approx
+within ``1 + epsilon``, warm-started from the nearby current solution (the warm fast path of
+:mod:`..route_approx.warm`), checked the same way, with its certified bound's lengths as the
+prices.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
+
+from ...core.errors import InputError
 from ...core.instance import Instance
 from ...core.params import SolveOptions
 from ...core.topology import Topology, default_rings
@@ -61,3 +73,72 @@ def reroute(instance: Instance, topology: Topology, rings: str, options: SolveOp
         return None, str(exc)
     sol, why = _solution(rr)
     return (None, why) if sol is None else _checked(instance, sol)
+
+
+# -- the approximate evaluation: route-approx, warm-started from the nearby solution ---------
+_RESULTS: OrderedDict[tuple[int, str], object] = OrderedDict()  # (instance, links) -> result
+KEEP = 8  # route-approx results kept to warm-start the next candidates
+GAINS_MAX_N = 256  # gains need an (n, n, n) difference array: above this size, None
+
+
+def reroute_approx(instance: Instance, topology: Topology, options: SolveOptions,
+                   near: Solution | None = None, epsilon: float = 0.01,
+                   time_limit: float | None = None) -> tuple[Solution | None, str]:
+    """``topology`` routed by ``route-approx`` within ``1 + epsilon`` with the instance's
+    default rings (the ``"given"`` ring mode only), warm-started from ``near`` (the current
+    solution of a local search: its own route-approx result when this module computed it,
+    else its routing with hop-count lengths; :func:`..route_approx.warm_route`; without
+    ``near``, the remembered result whose links differ least from ``topology``), and checked.
+
+    The objective is that of the returned routing (recomputed, and checked by the
+    independent checker), at most ``1 + epsilon`` times the route LP's optimum on
+    ``topology``, so a move is still accepted on the exact objective of a checked solution,
+    of a routing that is near-optimal instead of optimal. ``prices`` are the certified
+    bound's arc lengths (``sum_a pi_a L_a = 1``, the normalisation of the route LP's duals);
+    ``gains[i, j] = max_s (dist(s, j) - dist(s, i))`` under them (the reduced-cost rate of a
+    new arc, as for the LP's conservation duals; ``None`` above ``GAINS_MAX_N`` nodes)."""
+    from ...core.result import SolveResult, Status
+    from ...core.scope import topology_hash
+    from ..route_approx import warm_route
+    from ..route_approx.method import SPEC
+    from ..route_approx.warm import INFO_KEY
+
+    L = np.asarray(topology.links)
+    mine = [(h, r) for (i, h), r in _RESULTS.items() if i == id(instance)]
+    prev = None
+    if near is not None:
+        prev = dict(mine).get(topology_hash(np.asarray(near.topology.links)))
+        if prev is None:
+            prev = SolveResult("alloc-search", Status.FEASIBLE, near.objective_s, None, 0.0,
+                               topology=near.topology, routing=near.routing)
+    elif mine:  # the remembered result whose links differ least from ``topology``
+        prev = min((r for _, r in mine), key=lambda r: int(np.abs(r.topology.links - L).sum()))
+    try:
+        if prev is not None:
+            res = warm_route(instance, L, prev, epsilon=epsilon, time_limit=time_limit)
+        else:
+            opts = SPEC.options({"epsilon": epsilon, "time_limit": time_limit})
+            res = SPEC.solve(instance.with_topology(L), opts)
+    except InputError as exc:  # a disconnected topology: some demand cannot be routed
+        return None, str(exc)
+    if res.routing is None or res.objective is None:
+        return None, f"route-approx: {res.status.value} {res.message}"
+    _RESULTS[(id(instance), topology_hash(L))] = res  # any routing is a valid warm start
+    while len(_RESULTS) > KEEP:
+        _RESULTS.popitem(last=False)
+    info = (res.info or {}).get(INFO_KEY)
+    prices = gains = None
+    if info is not None:
+        n = instance.n
+        arcs = np.asarray(info["arcs"], np.int64).reshape(-1, 2)
+        prices = np.zeros((n, n))
+        prices[arcs[:, 0], arcs[:, 1]] = info["lengths"]
+        if n <= GAINS_MAX_N:
+            dist = dijkstra(csr_matrix((np.maximum(prices[arcs[:, 0], arcs[:, 1]], 1e-300),
+                                        (arcs[:, 0], arcs[:, 1])), shape=(n, n)),
+                            directed=True)
+            dist = np.where(np.isfinite(dist), dist, 0.0)
+            gains = np.clip((dist[:, None, :] - dist[:, :, None]).max(axis=0), 0.0, None)
+    sol = Solution(res.topology, res.routing, tuple(res.routing.rings), float(res.objective),
+                   prices, gains)
+    return _checked(instance, sol)

@@ -58,6 +58,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ...core.errors import InputError
 from ...core.evaluate import arc_loads
 from ...core.instance import Instance
 from ...core.params import SolveOptions, knob, max_multiplicity_knob
@@ -70,7 +71,7 @@ from ..alloc_alternate.search import Solution
 from ..formulations.ring_lp import in_ring_space
 from ..heuristics.support import heuristic_memory
 from . import swaps as sw
-from .reroute import RING_MODES, lp_options, reroute
+from .reroute import RING_MODES, lp_options, reroute, reroute_approx
 from .starts import (
     BestStartParams,
     Candidate,
@@ -115,6 +116,10 @@ class AllocSearchParams(BestStartParams):
     descent_share: float = knob(0.15, "alloc-search: share of the time limit for the "
                                       "hop-volume descent of the best start (0: none).",
                                 minimum=0, maximum=1.0)
+    router: str = knob("exact", "alloc-search: re-routing of the moves: exact (the route LP) "
+                                "or approx (route-approx within 1%, warm-started from the "
+                                "nearest routed topology; rings = given only).",
+                       choices=("exact", "approx"))
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,8 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     start gave one), the trajectory and the portfolio."""
     t0 = time.perf_counter()
     n = instance.n
+    if p.router == "approx" and p.rings != "given":
+        raise InputError("router: approx re-routes fixed rings; it needs rings = given")
     cap = instance.degree if p.max_multiplicity is None else int(p.max_multiplicity)
     lp, exact = lp_options(options), lp_options(options, None)  # moves; starts and polish
     traj: list[Step] = []
@@ -185,8 +192,12 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     def routed(L: np.ndarray, penalty: float, opts: SolveOptions = lp) -> tuple[Solution | None, str]:
         t = time.perf_counter()
         rem = left()  # 0.75: model building, decomposition and check surround the LP
-        sol, why = reroute(instance, Topology(L), p.rings, opts, penalty,
-                           None if rem is None else 0.75 * rem)
+        if p.router == "approx" and opts is lp:  # the moves; starts and polish stay exact
+            sol, why = reroute_approx(instance, Topology(L), opts,
+                                      time_limit=None if rem is None else 0.75 * rem)
+        else:
+            sol, why = reroute(instance, Topology(L), p.rings, opts, penalty,
+                               None if rem is None else 0.75 * rem)
         last[0] = time.perf_counter() - t
         return sol, why
 

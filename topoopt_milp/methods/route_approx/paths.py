@@ -159,7 +159,7 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
     bound = pricer.bound(lb, mu0)
     mu_start = mu0
     if warm is not None:
-        mu_start = warm.resource_lengths(arcs, res_of_arc, cap)
+        mu_start = warm.resource_lengths(arcs, res_of_arc, cap, pricer)
         lb_w = pricer(mu_start, bound_only=True)
         if lb_w > bound.lb:
             bound.lb, bound.mu = lb_w, mu_start
