@@ -25,7 +25,9 @@ current solution's arc loads, its route LP duals and the hop volume of its deman
 links that cost least (lowest capacity price, or lowest utilisation), add links that
 shortcut the heaviest far demands and the hottest paths (dual gains). A batch of ``q``
 swaps costs one re-routing (:func:`.reroute.reroute`, the one evaluation call). The first
-batch has ``n / 16`` swaps (``batch``); a rejected batch is halved; at one swap, the
+batch has ``n / 16`` swaps (``batch``); a rejected batch is halved (to half the swaps it
+had, which may be fewer than asked for; a topology routed before is never routed again:
+its solution is kept by its link matrix); at one swap, the
 ``tries`` best single swaps are tried one by one, each rejected one banned for the rest of
 the chain.
 
@@ -182,12 +184,19 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     def room() -> bool:
         return left() is None or left() > last[0]
 
+    seen: dict[bytes, tuple[Solution | None, str]] = {}  # link matrix -> its re-routing
+
     def routed(L: np.ndarray, penalty: float, opts: SolveOptions = lp) -> tuple[Solution | None, str]:
+        key = np.ascontiguousarray(L, dtype=np.int64).tobytes() + repr((penalty, opts is lp)).encode()
+        if key in seen:  # the same topology again (a batch rebuilt after a rejection): no LP
+            return seen[key]
         t = time.perf_counter()
         rem = left()  # 0.75: model building, decomposition and check surround the LP
         sol, why = reroute(instance, Topology(L), p.rings, opts, penalty,
                            None if rem is None else 0.75 * rem)
         last[0] = time.perf_counter() - t
+        if sol is not None:  # a failure may be the time limit: not cached
+            seen[key] = (sol, why)
         return sol, why
 
     budget = None if time_limit is None else p.lp_share * time_limit
@@ -291,8 +300,10 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
                 if current.objective_s < best.objective_s:
                     best = current
                 continue
-            if q > 1:
-                q //= 2
+            if len(done) > 1:
+                # halve the batch that was tried (it may have had fewer than q swaps: halving
+                # q alone rebuilds the same batch and re-routes the same topology)
+                q = max(1, len(done) // 2)
                 continue
             banned.add(sw.swap_key(done[0]))
             fails += 1
