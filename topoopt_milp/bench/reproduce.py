@@ -109,6 +109,12 @@ FULL = (
     # keeps the plan near an hour on 2 cores (benchmarks/bench_alternate.py runs it longer)
     Sweep("coopt", ("coopt/*.json",), ("alloc-alternate",), time_limit=60),
     Sweep("mixed", ("mixed/*.json",), ("alloc-alternate",), time_limit=60),
+    # the swap local search (issue 16, item 3) on the n = 128, d = 4 instances with an open
+    # gap: one route LP takes 12-20 s there on an idle core, so 180 s is ~8 re-routings
+    Sweep("coopt", tuple(f"coopt/{m}-n128-d4.json" for m in
+                         ("dlrm", "candle", "gpt3-13b", "gpt3-1.3b", "bert", "ncf")),
+          ("alloc-search",), time_limit=180),
+    Sweep("mixed", ("mixed/mixed-n128-d4-*.json",), ("alloc-search",), time_limit=180),
     # the exact decomposition: its bound is the strongest where it is cheap
     Sweep("coopt", ("coopt/*-n16-d4.json",), ("alloc-benders",), time_limit=60),
     Sweep("mixed", ("mixed/mixed-n12-*.json", "mixed/mixed-n16-d4-*.json"), ("alloc-benders",),
