@@ -35,6 +35,8 @@ from ...core.instance import Instance
 from ..formulations.ring_lp import candidate_orders
 from .starts import hop_distances
 
+__all__ = ["hop_distances", "tour", "tour_candidates", "tour_hops", "two_opt"]
+
 Order = tuple[int, ...]
 
 
