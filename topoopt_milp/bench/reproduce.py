@@ -57,6 +57,11 @@ DESIGNED = ("totientperms", "topologyfinder", "demand-greedy", "totientperms-lp"
             "topologyfinder-lp", "demand-greedy-lp", "lower-bounds")
 
 
+# the coopt workloads whose d = 4 instances had an open certified gap before alloc-search
+# (resnet50 and vgg16 are certified optimal at every n)
+OPEN_D4 = ("dlrm", "candle", "gpt3-13b", "gpt3-1.3b", "bert", "ncf")
+
+
 @dataclass(frozen=True)
 class Sweep:
     """Methods x instances (glob patterns relative to the instance library) x seeds."""
@@ -109,6 +114,21 @@ FULL = (
     # keeps the plan near an hour on 2 cores (benchmarks/bench_alternate.py runs it longer)
     Sweep("coopt", ("coopt/*.json",), ("alloc-alternate",), time_limit=60),
     Sweep("mixed", ("mixed/*.json",), ("alloc-alternate",), time_limit=60),
+    # the swap local search (issue 16, item 3) on the d = 4 instances with an open gap: in
+    # alloc-milp's ring space (TotientPerms orders) on the two widest gaps, and with ring
+    # orders along the topology's links (rings = tours, any ring order) on every open one.
+    # One route LP takes 12-20 s at n = 128 on an idle core (1-4 s at n = 32..64).
+    Sweep("coopt", ("coopt/dlrm-n128-d4.json", "coopt/candle-n128-d4.json"),
+          ("alloc-search",), time_limit=180),
+    Sweep("coopt", tuple(f"coopt/{m}-n128-d4.json" for m in OPEN_D4),
+          ("alloc-search",), time_limit=150, settings={"rings": "tours"}),
+    Sweep("coopt", tuple(f"coopt/{m}-n{k}-d4{b}.json" for k in (32, 64) for m in OPEN_D4
+                         for b in ("", "-b25", "-b400") if b == "" or k == 64),
+          ("alloc-search",), time_limit=45, settings={"rings": "tours"}),
+    Sweep("mixed", ("mixed/mixed-n128-d4-*.json",), ("alloc-search",), time_limit=150,
+          settings={"rings": "tours"}),
+    Sweep("mixed", ("mixed/mixed-n32-d4-*.json", "mixed/mixed-n64-d4-*.json"),
+          ("alloc-search",), time_limit=45, settings={"rings": "tours"}),
     # the exact decomposition: its bound is the strongest where it is cheap
     Sweep("coopt", ("coopt/*-n16-d4.json",), ("alloc-benders",), time_limit=60),
     Sweep("mixed", ("mixed/mixed-n12-*.json", "mixed/mixed-n16-d4-*.json"), ("alloc-benders",),

@@ -23,6 +23,7 @@ prices.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -38,8 +39,11 @@ from ..formulations.ring_lp import candidate_orders, route_rings
 RING_MODES = ("choose", "given")
 
 
-def ring_candidates(instance: Instance, rings: str) -> dict:
-    """Candidate orders per group with traffic for the ring mode (module docstring)."""
+def ring_candidates(instance: Instance, rings: str | Mapping) -> dict:
+    """Candidate orders per group with traffic for the ring mode (module docstring), or
+    ``rings`` itself when it is already a mapping of candidate orders (alloc-search's tours)."""
+    if isinstance(rings, Mapping):
+        return dict(rings)
     if rings == "choose":
         return candidate_orders(instance)
     if rings != "given":
@@ -58,7 +62,8 @@ def lp_options(options: SolveOptions, tolerance: float | None = 1e-6) -> SolveOp
     return options.with_(solver=sp, warm_start=None, deadline=None)
 
 
-def reroute(instance: Instance, topology: Topology, rings: str, options: SolveOptions,
+def reroute(instance: Instance, topology: Topology, rings: str | Mapping,
+            options: SolveOptions,
             hop_penalty: float = 0.0, time_limit: float | None = None
             ) -> tuple[Solution | None, str]:
     """``topology`` routed by the route LP of ``rings`` and checked: ``(solution, "")``, or

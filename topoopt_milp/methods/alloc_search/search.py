@@ -25,7 +25,9 @@ current solution's arc loads, its route LP duals and the hop volume of its deman
 links that cost least (lowest capacity price, or lowest utilisation), add links that
 shortcut the heaviest far demands and the hottest paths (dual gains). A batch of ``q``
 swaps costs one re-routing (:func:`.reroute.reroute`, the one evaluation call). The first
-batch has ``n / 16`` swaps (``batch``); a rejected batch is halved; at one swap, the
+batch has ``n / 16`` swaps (``batch``); a rejected batch is halved (to half the swaps it
+had, which may be fewer than asked for; a topology routed before is never routed again:
+its solution is kept by its link matrix); at one swap, the
 ``tries`` best single swaps are tried one by one, each rejected one banned for the rest of
 the chain.
 
@@ -43,7 +45,12 @@ Scope. With ``rings = choose`` every solution's rings are TotientPerms orders wi
 split and its links satisfy the port budget and the cap: the search stays inside
 alloc-milp's space, so alloc-milp's and alloc-benders' bounds cover its result
 (``info["ring_space"]`` records the check of :func:`..formulations.ring_lp.in_ring_space`).
-It reports no bound of its own (a heuristic).
+With ``rings = tours`` the starts are routed in alloc-milp's space as above, and
+every later re-routing (the best start's own topology first, step ``tours``) offers the
+route LP, besides the TotientPerms orders, tours of each group along the candidate
+topology's links (:mod:`.tours`): the ring orders are then free (the instance's own problem,
+"any ring order"), only bounds of that scope cover the result, and ``info["ring_space"]``
+says so whenever a tour carries volume. It reports no bound of its own (a heuristic).
 
 Time. The limit covers the whole run (:meth:`SolveOptions.time_left`); no re-routing starts
 with less time left than the last one took; the portfolio takes at most ``lp_share`` of
@@ -81,6 +88,7 @@ from .starts import (
     hop_bound,
     route_candidates,
 )
+from .tours import tour_candidates
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +106,10 @@ class AllocSearchParams(BestStartParams):
     start_methods: str = knob(SEARCH_STARTS, "alloc-search: cheap start heuristics "
                                              "(comma-separated; expander once per seed).")
     rings: str = knob("choose", "alloc-search: ring space: choose (TotientPerms orders, free "
-                                "split: alloc-milp's) or given (the default rings, fixed).",
-                      choices=RING_MODES)
+                                "split: alloc-milp's), given (the default rings, fixed) or "
+                                "tours (TotientPerms orders plus tours of each topology: any "
+                                "ring order, outside alloc-milp's space).",
+                      choices=(*RING_MODES, "tours"))
     batch: int = knob(0, "alloc-search: swaps in the first batch (0: n / 16).", minimum=0)
     tries: int = knob(3, "alloc-search: single swaps re-routed before a restart.", minimum=1)
     patience: int = knob(5, "alloc-search: accepted plateau moves in a row.", minimum=1)
@@ -189,16 +199,27 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     def room() -> bool:
         return left() is None or left() > last[0]
 
+    seen: dict[bytes, tuple[Solution | None, str]] = {}  # link matrix -> its re-routing
+    hint: list[np.ndarray | None] = [None]  # the current solution's arc loads (tours' weights)
+
     def routed(L: np.ndarray, penalty: float, opts: SolveOptions = lp) -> tuple[Solution | None, str]:
+        key = np.ascontiguousarray(L, dtype=np.int64).tobytes() + repr((penalty, opts is lp)).encode()
+        if key in seen:  # the same topology again (a batch rebuilt after a rejection): no LP
+            return seen[key]
         t = time.perf_counter()
         rem = left()  # 0.75: model building, decomposition and check surround the LP
-        if p.router == "approx" and opts is lp:  # the moves; starts and polish stay exact
+        if p.router == "approx" and opts is lp and p.rings != "tours":
+            # the moves; starts, polish and ring tours stay exact
             sol, why = reroute_approx(instance, Topology(L), opts,
                                       time_limit=None if rem is None else 0.75 * rem)
         else:
-            sol, why = reroute(instance, Topology(L), p.rings, opts, penalty,
+            rings = p.rings if p.rings != "tours" else tour_candidates(
+                instance, L, hint[0], seed=options.seed)  # ring orders along L's links
+            sol, why = reroute(instance, Topology(L), rings, opts, penalty,
                                None if rem is None else 0.75 * rem)
         last[0] = time.perf_counter() - t
+        if sol is not None:  # a failure may be the time limit: not cached
+            seen[key] = (sol, why)
         return sol, why
 
     budget = None if time_limit is None else p.lp_share * time_limit
@@ -217,7 +238,8 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
                 instance, L, c.own.routing.rings)))
         traj.append(Step(0, f"descent:{count}", None if own is None else own.objective,
                          own is not None, elapsed()))
-    cands = route_candidates(instance, cands, p.rings, exact, budget,  # see starts.portfolio
+    start_rings = "choose" if p.rings == "tours" else p.rings  # starts: alloc-milp's space
+    cands = route_candidates(instance, cands, start_rings, exact, budget,  # see starts.portfolio
                              None if time_limit is None else t0 + time_limit)
     ws = options.warm_start
     if ws is not None and ws.topology is not None and ws.topology.n == n:
@@ -242,6 +264,15 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     current = queue.pop(0).routed
     if best is None or current.objective_s < best.objective_s:
         best = current
+    if p.rings == "tours" and room():
+        # the best start's topology with ring orders along its links (tours.py)
+        hint[0] = arc_loads(n, current.routing)
+        sol, why = routed(current.topology.links, p.hop_penalty)
+        ok = sol is not None and sol.objective_s < current.objective_s
+        traj.append(Step(0, "tours", None if sol is None else sol.objective_s, ok, elapsed(), why))
+        if ok:
+            current = sol
+            best = sol if sol.objective_s < best.objective_s else best
     q0 = p.batch or max(1, n // 16)
     q, fails, plateau, it, kicks = q0, 0, 0, 0, 0
     banned: set[tuple] = set()
@@ -295,6 +326,7 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
                              ok, elapsed(), why))
             if ok:
                 current, fails = sol, 0
+                hint[0] = None if p.rings != "tours" else arc_loads(n, current.routing)
                 banned.clear()
                 if better:
                     plateau = 0
@@ -302,8 +334,10 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
                 if current.objective_s < best.objective_s:
                     best = current
                 continue
-            if q > 1:
-                q //= 2
+            if len(done) > 1:
+                # halve the batch that was tried (it may have had fewer than q swaps: halving
+                # q alone rebuilds the same batch and re-routes the same topology)
+                q = max(1, len(done) // 2)
                 continue
             banned.add(sw.swap_key(done[0]))
             fails += 1
@@ -342,9 +376,10 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
         return SolveResult("alloc-search", Status.NO_SOLUTION, None, None, runtime,
                            seed=options.seed, params=options.as_params(), backend="highs",
                            message="no start could be built or routed", info=info)
-    space = in_ring_space(instance, best.rings) if p.rings == "choose" else None
+    space = in_ring_space(instance, best.rings) if p.rings != "given" else None
     info["ring_space"] = "alloc-milp (TotientPerms orders, free split)" if space else (
-        "given rings" if space is None else "outside alloc-milp's ring space")
+        "given rings" if space is None else
+        "any ring order (tours of the topology): outside alloc-milp's ring space")
     swaps = [s for s in traj if s.kind.startswith("swap:")]
     starts = [s.objective_s for s in traj if s.kind.startswith("start:") and s.objective_s]
     first = min(starts, default=best.objective_s)

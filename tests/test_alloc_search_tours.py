@@ -1,0 +1,58 @@
+"""alloc-search with ``rings = tours``: tours follow the topology's links, the TotientPerms
+orders stay among the candidates, and the search's result is checked, never worse than its
+best start, and labelled with its ring scope."""
+
+from __future__ import annotations
+
+import numpy as np
+from helpers import checked
+
+from topoopt_milp import registry
+from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.topology import Topology
+from topoopt_milp.methods.alloc_search import tours
+from topoopt_milp.methods.formulations import ring_lp
+
+
+def test_tour_of_a_ring_topology_is_its_hamiltonian_cycle():
+    n = 12
+    L = Topology.circulant(n, [1, 5]).links  # 4-regular; the +-1 ring is one Hamiltonian cycle
+    dist = tours.hop_distances(L)
+    members = list(np.random.default_rng(0).permutation(n))
+    o = tours.tour(members, np.where(np.isfinite(dist), dist, 1e6), np.random.default_rng(1))
+    assert sorted(o) == list(range(n))
+    assert tours.tour_hops(dist, o) == n  # every successor a neighbour
+
+
+def test_tour_candidates_keep_totientperms_orders_and_add_neighbour_tours():
+    n = 12
+    inst = make_instance(n, 4, 100.0, allreduce=[(range(n), 1e8), (range(0, n, 3), 1e8)])
+    L = Topology.circulant(n, [1, 5]).links
+    base = ring_lp.candidate_orders(inst)
+    cands = tours.tour_candidates(inst, L, None)
+    dist = tours.hop_distances(L)
+    for g, orders in base.items():
+        assert cands[g][: len(orders)] == orders
+        extra = cands[g][len(orders):]
+        for o in extra:
+            assert sorted(o) == sorted(inst.allreduce[g].members) and o[0] == min(o)
+            # never longer than the best TotientPerms order on this topology
+            assert tours.tour_hops(dist, o) <= min(tours.tour_hops(dist, b) for b in orders)
+    assert tours.extra_orders(cands, inst) == sum(len(cands[g]) - len(base[g]) for g in base)
+
+
+def test_search_with_tours_is_checked_and_scoped():
+    rng = np.random.default_rng(3)
+    n = 12
+    mp = [(i, (i + 1) % n, float(rng.uniform(1e7, 1e8))) for i in range(n)]
+    # a group whose TotientPerms orders do not follow a circulant's links
+    inst = make_instance(n, 4, 100.0, mp=mp, allreduce=[([0, 1, 4, 6, 7, 9, 10, 11], 4e8)])
+    res = registry.solve(inst, "alloc-search", time_limit=4, rings="tours")
+    checked(inst, res)
+    assert (res.topology.degrees() == inst.degree).all()
+    assert any(s["kind"] == "tours" for s in res.info["trajectory"])
+    inside = ring_lp.in_ring_space(inst, res.routing.rings)
+    assert res.info["ring_space"].startswith("alloc-milp" if inside else "any ring order")
+    # the tours search starts where the plain one does and only adds ring orders
+    start = min(s["routed_s"] for s in res.info["starts"] if s["routed_s"] is not None)
+    assert res.objective <= start * (1 + 1e-9)

@@ -1,0 +1,145 @@
+"""Ring orders that follow a topology's links: the ``tours`` ring space of alloc-search.
+
+Why. alloc-milp's ring space (the TotientPerms orders of a group, with a free split) fixes
+the successors of every member up to the jump: on a topology that is not a circulant of the
+group's coset, most of those orders are multi-hop, and the one-hop orders all load the same
+links. On the coopt instances at n = 128, d = 4 the arcs at the maximum load carry their own
+MP demand *and* the ring edges of the chain order (``results/bench_search.md``, diagnosis:
+dlrm's ``i -> i+1`` arcs carry 134 MB of MP and 117 MB of the 128-member ring, 98.8% of
+what an arc may carry at the ideal-switch time). Ring orders are free in the instance's own
+problem (scope 1 of the design brief: "any ring order"), so a search may offer the route LP
+other orders, whose successors are neighbours in the topology, and let it split the volume.
+
+Tours. For a group with members ``M`` and a topology ``L``, a tour is a cyclic order of
+``M`` minimising ``sum_e c(e)`` over its consecutive pairs with
+``c(u, v) = dist_L(u, v) + w * u_L(u, v)``: hop distance in ``L`` plus ``w`` times the
+utilisation of the link ``(u, v)`` relative to the hottest one (``0`` without loads; ``w``
+< 1, so a shorter tour always wins and, among tours of the same length, the one on cooler
+links). Nearest-neighbour construction from a seeded random member, improved by 2-opt until
+no exchange lowers the cost (or ``max_passes``). A tour and its reverse are both offered.
+These are heuristics: they only add candidates, the route LP decides their shares, and the
+objective is the checked one (:func:`.reroute.reroute`).
+
+Scope. A solution whose rings include a tour that is not a TotientPerms order lies outside
+alloc-milp's ring space; only bounds valid for every ring order cover it (the analytic
+bounds, joint-milp's), and alloc-search records that in ``info["ring_space"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ...core.instance import Instance
+from ..formulations.ring_lp import candidate_orders
+from .starts import hop_distances
+
+__all__ = ["hop_distances", "tour", "tour_candidates", "tour_hops", "two_opt"]
+
+Order = tuple[int, ...]
+
+
+def tour(members: Sequence[int], cost: np.ndarray, rng: np.random.Generator,
+         restarts: int = 4) -> Order:
+    """The cheapest of ``restarts`` :func:`two_opt` tours from random first members."""
+    best, val = None, np.inf
+    m = np.asarray(list(members), dtype=np.int64)
+    C = cost[np.ix_(m, m)]
+    for _ in range(max(1, restarts)):
+        o = two_opt(members, cost, rng)
+        pos = {v: i for i, v in enumerate(m.tolist())}
+        idx = np.asarray([pos[v] for v in o])
+        c = float(C[idx, np.roll(idx, -1)].sum())
+        if c < val - 1e-12:
+            best, val = o, c
+    return best
+
+
+def two_opt(members: Sequence[int], cost: np.ndarray, rng: np.random.Generator,
+            max_passes: int = 50) -> Order:
+    """A short cyclic order of ``members`` under the pair cost ``cost`` (module docstring):
+    nearest neighbour from a random member, then 2-opt."""
+    m = np.asarray(list(members), dtype=np.int64)
+    k = len(m)
+    if k <= 3:
+        return tuple(int(v) for v in m)
+    C = cost[np.ix_(m, m)]
+    start = int(rng.integers(k))
+    seq, free = [start], np.ones(k, dtype=bool)
+    free[start] = False
+    for _ in range(k - 1):
+        row = np.where(free, C[seq[-1]], np.inf)
+        nxt = int(np.argmin(row))
+        seq.append(nxt)
+        free[nxt] = False
+    s = np.asarray(seq)
+    for _ in range(max_passes):
+        improved = False
+        for i in range(k - 2):
+            a, b = s[i], s[i + 1]
+            c = s[i + 2:]  # candidates for the second removed edge (c_j, c_j+1)
+            d = np.append(s[i + 3:], s[0])[: len(c)]
+            delta = C[a, c] + C[b, d] - C[a, b] - C[c, d]
+            if i == 0:
+                delta[-1] = 0.0  # the edge (s[k-1], s[0]) shares s[0] with (a, b)
+            j = int(np.argmin(delta))
+            if delta[j] < -1e-12:
+                j += i + 2
+                s[i + 1: j + 1] = s[i + 1: j + 1][::-1].copy()
+                improved = True
+        if not improved:
+            break
+    return tuple(int(m[v]) for v in s)
+
+
+def tour_hops(dist: np.ndarray, order: Order) -> float:
+    """Total hop length ``sum dist(o_i, o_{i+1})`` of a cyclic order."""
+    o = np.asarray(order)
+    return float(dist[o, np.roll(o, -1)].sum())
+
+
+def tour_candidates(instance: Instance, links: np.ndarray, loads: np.ndarray | None,
+                    count: int = 2, weight: float = 0.5, seed: int = 0
+                    ) -> dict[int, list[Order]]:
+    """alloc-milp's candidates (the TotientPerms orders) plus, per group with traffic,
+    ``count`` tours of ``links`` and their reverses (module docstring); the first tour uses
+    the plain hop distance, the others add ``weight`` times the link utilisation of
+    ``loads`` (bytes per arc, or ``None``). Duplicates are dropped."""
+    dist = hop_distances(links)
+    cap = np.maximum(links, 1)
+    util = np.zeros_like(dist)
+    if loads is not None:
+        w = np.maximum(loads, loads.T) / cap
+        util = np.where(links > 0, w / max(float(w.max()), 1e-300), 0.0)
+    plain = np.where(np.isfinite(dist), dist, 1e6)
+    rng = np.random.default_rng(seed)
+    out: dict[int, list[Order]] = {}
+    for g, orders in candidate_orders(instance).items():
+        members = instance.allreduce[g].members
+        have = {tuple(o) for o in orders}
+        extra: list[Order] = []
+        for t in range(count):
+            cost = plain if t == 0 else plain + weight * util
+            o = tour(members, cost, rng)
+            o = _canonical(o)
+            for cand in (o, _canonical((o[0], *reversed(o[1:])))):
+                if cand not in have:
+                    have.add(cand)
+                    extra.append(cand)
+        out[g] = [*orders, *extra]
+    return out
+
+
+def _canonical(order: Order) -> Order:
+    """The rotation of ``order`` that starts at its smallest member (the orders of
+    :func:`..formulations.ring_lp.candidate_orders` start there too)."""
+    k = order.index(min(order))
+    return tuple(order[k:] + order[:k])
+
+
+def extra_orders(cands: Mapping[int, Sequence[Order]], instance: Instance) -> int:
+    """How many of ``cands``' orders are not TotientPerms orders."""
+    base = candidate_orders(instance)
+    return sum(len({tuple(o) for o in v} - {tuple(o) for o in base.get(g, ())})
+               for g, v in cands.items())
