@@ -314,6 +314,8 @@ def latex_table(df: pd.DataFrame, caption: str | None, label: str | None = None,
                 r"\typeout{topoopt-milp: table of \the\wd\topooptbox\space scaled to \the\linewidth}"
                 r"\resizebox{\linewidth}{!}{\usebox{\topooptbox}}\else\usebox{\topooptbox}\fi",
                 f"\\end{{{env}}}"]
+        if k < len(chunks) - 1:  # each float fills a page: flush them so that a long table
+            out.append(r"\clearpage")  # never passes LaTeX's 18 unprocessed floats
     return "\n".join(out) + "\n"
 
 
