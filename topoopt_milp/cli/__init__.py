@@ -47,6 +47,14 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except USER_ERRORS as exc:
             raise UserError(str(exc)) from None
+        except click.BadParameter as exc:
+            # a path argument that names a directory (or a file where a folder is wanted):
+            # one line naming the argument and the file, exit 2 -- not click's usage block
+            if exc.param is None or not isinstance(exc.param.type, click.Path):
+                raise
+            p = exc.param
+            name = p.opts[0] if isinstance(p, click.Option) else p.human_readable_name
+            raise UserError(f"{name}: {exc.message}") from None
         except KeyboardInterrupt as exc:  # not click's "Aborted!" and exit code 1
             click.echo(f"{what(exc)}: stopped", err=True)
             raise SystemExit(exit_code(exc)) from None

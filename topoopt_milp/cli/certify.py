@@ -10,7 +10,8 @@ import click
 
 from ..core.errors import InputError
 from . import main
-from .core import load_instance
+from ..core import topology_io
+from .core import TOPOLOGY_FORMAT_HELP, fixed_instance, load_instance
 from .options import cores, jobs_option
 
 
@@ -28,7 +29,15 @@ from .options import cores, jobs_option
 @click.option("--exact-max-n", type=click.IntRange(min=0), default=None,
               help="Run the exact and restricted models only up to this n [default: 24].")
 @click.option("--seed", default=0, show_default=True, help="Seed of every run.")
-def certify(instance_path, time_limit, out, fmt, jobs, exact_max_n, seed) -> None:
+@click.option("--topology", "topology_path", type=click.Path(dir_okay=False), default=None,
+              help="Fix this topology (the route problem), as in `solve --topology`: a "
+                   "solution file (with or without a routing; its rings too), an edge list "
+                   "or GraphML file.")
+@click.option("--topology-format", "topology_fmt",
+              type=click.Choice(list(topology_io.FORMATS)), default=None,
+              help=TOPOLOGY_FORMAT_HELP)
+def certify(instance_path, time_limit, out, fmt, jobs, exact_max_n, seed, topology_path,
+            topology_fmt) -> None:
     """Best solution and best bound of INSTANCE within --time-limit seconds.
 
     Runs every registered method that applies, chosen by its spec: the cheap heuristics and
@@ -43,6 +52,10 @@ def certify(instance_path, time_limit, out, fmt, jobs, exact_max_n, seed) -> Non
     from ..bench.portfolio import certify as run_portfolio
 
     instance = load_instance(instance_path)
+    if topology_fmt is not None and topology_path is None:
+        raise InputError("--topology-format: only with --topology FILE")
+    if topology_path is not None:
+        instance = fixed_instance(instance, topology_path, None, instance_path, topology_fmt)
     cert = run_portfolio(instance, time_limit, jobs=jobs or cores(),
                          exact_max_n=EXACT_MAX_N if exact_max_n is None else exact_max_n,
                          seed=seed, instance_path=instance_path,

@@ -99,7 +99,8 @@ def fixed_instance(instance: Instance, path: str, rings: str | None,
                                    instance_path=instance_path)
     keep = rings != "default" and tf.rings
     try:
-        return instance.with_topology(tf.topology.links, tf.rings if keep else None)
+        return topology_io.fix_topology(instance, tf.topology.links, tf.rings if keep else None,
+                                        f"--topology: {path}")
     except InstanceError as exc:
         raise SolutionError(f"--topology: {path}: {exc}") from None
 
@@ -295,7 +296,7 @@ def _reroute(instance, topology, rings, objective, routing, epsilon, time_limit,
     the routing of ``warm`` (a nearby topology's solution) if given; ``objective`` is the
     file's own communication time, if it has one."""
     method = "route-approx" if routing == "approx" else "route-milp"
-    fixed = instance.with_topology(topology.links, rings or None)
+    fixed = topology_io.fix_topology(instance, topology.links, rings or None, "--routing")
     knobs = {} if time_limit is None else {"time_limit": time_limit}
     if epsilon is not None:
         if method != "route-approx":

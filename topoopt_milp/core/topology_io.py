@@ -29,6 +29,11 @@ a count that is not a positive integer, or gives a node more links than its ``d`
 regular instance every node must use exactly ``d`` ports. A topology file is read only if it
 is a regular file (:func:`~topoopt_milp.core.files.read_input`) of a size an instance of this
 ``n`` and ``d`` can need.
+
+On a network with shared capacities (an SNDlib instance, ``topology.shared``) the file picks
+which of the network's links are used, each at the network's capacity
+(:func:`fix_topology`): a link the network does not have, or more than one link on a pair,
+is refused by name -- the capacities are the problem's, not the file's.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ import numpy as np
 from .check import check_solution, check_topology
 from .errors import InputError
 from .files import read_input
-from .instance import Instance
+from .instance import FixedTopology, Instance
 from .result import SolutionError, SolveResult, read_solution, result_from_solution
 from .topology import Ring, Topology
 
@@ -186,6 +191,35 @@ def read_topology(path: str | Path, instance: Instance, fmt: str | None = None, 
     pairs = _edgelist_pairs(raw, shown) if fmt == "edgelist" else _graph_pairs(
         _graphml(raw, shown), shown, base.n)
     return TopologyFile(str(path), fmt, _build(pairs, base, shown), None, base)
+
+
+def fix_topology(instance: Instance, links: np.ndarray, rings=None,
+                 shown: str = "--topology") -> Instance:
+    """``instance`` with the topology ``links`` (link counts) and ``rings`` fixed.
+
+    On an instance with shared capacities (``instance.topology.shared``, SNDlib) the links
+    keep the network's capacities (a count of 1 uses the network's link of that pair), so
+    the problem stays the instance's; a :class:`TopologyFileError` naming ``shown`` and the
+    pair refuses a link the network does not have or a count above 1."""
+    top = instance.topology
+    if top is None or not top.shared:
+        return instance.with_topology(links, rings)
+    caps = {(i, j): c for i, j, c in top.links}
+    L = np.asarray(links)
+    kept = []
+    for i, j in zip(*np.nonzero(np.triu(L)), strict=True):
+        a, b = int(i), int(j)
+        if (a, b) not in caps:
+            raise TopologyFileError(f"{shown}: link {a}-{b} is not a link of the instance's "
+                                    "network (its capacities are shared: only its own links "
+                                    "can be used)")
+        if L[a, b] > 1:
+            raise TopologyFileError(f"{shown}: link {a}-{b}: {int(L[a, b])} links, but the "
+                                    f"network has one link of capacity {caps[a, b]:g} there")
+        kept.append((a, b, caps[a, b]))
+    fixed = FixedTopology(tuple(kept), shared=True, rings=None if rings is None else tuple(
+        (int(r.group), tuple(int(v) for v in r.order), float(r.share)) for r in rings))
+    return Instance.from_dict({**instance.to_dict(), "topology": fixed.to_dict()})
 
 
 def topology_from_graph(graph: Any, instance: Instance, where: str = "graph") -> Topology:
