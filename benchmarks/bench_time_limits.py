@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -78,7 +79,7 @@ def run(method: str, path: Path, limit: float, tmp: Path, source: str | None = N
     load = os.getloadavg()[0]
     with open(tmp / "out.txt", "w+") as fo, open(tmp / "err.txt", "w+") as fe:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([*CLI, "solve", str(path), "-m", method, "--time-limit",
+        proc = subprocess.Popen([*CLI, "-vv", "solve", str(path), "-m", method, "--time-limit",
                                  str(limit), "--out", str(sol)], stdout=fo, stderr=fe, env=env)
         timer = threading.Timer(max(10 * limit, limit + 600), proc.kill)
         timer.start()
@@ -89,7 +90,7 @@ def run(method: str, path: Path, limit: float, tmp: Path, source: str | None = N
         fo.seek(0), fe.seek(0)
         out_text, err_text = fo.read(), fe.read()
     out = {"process_s": wall, "rc": proc.returncode, "maxrss_mb": usage.ru_maxrss / 1024,
-           "load": max(load, os.getloadavg()[0])}
+           "load": max(load, os.getloadavg()[0]), "phases": phases(err_text, wall)}
     if proc.returncode == 2:
         out.update(status="refused", message=err_text.strip().splitlines()[-1][:90])
     elif sol.exists():
@@ -99,6 +100,28 @@ def run(method: str, path: Path, limit: float, tmp: Path, source: str | None = N
     else:
         out.update(status="crash", message=(err_text or out_text).strip()[-90:])
     return out
+
+
+PHASES = {"before": re.compile(r": ([0-9.]+) s of the [0-9.e+]+ s limit spent before the method"),
+          "returned": re.compile(r": returned ([0-9.]+) s into the [0-9.e+]+ s limit"),
+          "checked": re.compile(r"checked ([0-9.]+) s after the command started"),
+          "written": re.compile(r"solution written ([0-9.]+) s after the command started")}
+
+
+def phases(log: str, wall: float) -> str:
+    """``before/method/check/write/exit`` seconds from the ``-vv`` log of a solve, each
+    counted from the process start: start-up, reading and the warm start; the method (model,
+    solver, extraction); evaluation and the independent checker; writing the file; what is
+    left to the exit (printing, the interpreter's exit)."""
+    t = {}
+    for key, pat in PHASES.items():
+        m = pat.findall(log)
+        if m:
+            t[key] = float(m[-1])
+    if len(t) < len(PHASES):
+        return "-"
+    marks = [0.0, t["before"], t["returned"], t["checked"], t["written"], wall]
+    return "/".join(f"{b - a:.1f}" for a, b in zip(marks, marks[1:], strict=False))
 
 
 class Beside:
@@ -149,8 +172,8 @@ def main() -> None:
           f"{args.limit:g} s; allowance max(1.2 x limit, limit + 5 s) = {allow:g} s; "
           f"beside: {'none' if args.no_beside else f'{BESIDE[0]} on {BESIDE[1].name}'}")
     print("\n| method | instance | status | process [s] | within allowance | own runtime [s] | "
-          "load | peak RSS [MB] | note |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "before/method/check/write/exit [s] | load | peak RSS [MB] | note |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     worst = {}
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
@@ -175,7 +198,7 @@ def main() -> None:
                 worst[method] = max(worst.get(method, 0.0), r["process_s"])
                 own = r.get("runtime_s")
                 print(f"| {method} | {path.stem} | {r['status']} | {r['process_s']:.1f} | {ok} | "
-                      f"{'-' if own is None else f'{own:.1f}'} | {r['load']:.1f} | "
+                      f"{'-' if own is None else f'{own:.1f}'} | {r['phases']} | {r['load']:.1f} | "
                       f"{r['maxrss_mb']:.0f} | {r.get('message', '')[:70]} |", flush=True)
                 if args.baseline:
                     b = run(method, path, args.limit, tmp, args.baseline)
@@ -184,7 +207,7 @@ def main() -> None:
                     own = b.get("runtime_s")
                     print(f"| (baseline) {method} | {path.stem} | {b['status']} | "
                           f"{b['process_s']:.1f} | {ok} | {'-' if own is None else f'{own:.1f}'} "
-                          f"| {b['load']:.1f} | {b['maxrss_mb']:.0f} | "
+                          f"| {b['phases']} | {b['load']:.1f} | {b['maxrss_mb']:.0f} | "
                           f"{b.get('message', '')[:70]} |", flush=True)
         finally:
             if ctx is not None:

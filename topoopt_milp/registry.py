@@ -285,6 +285,9 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None, 
 
         result = out_of_time(m.backend, instance, options, str(exc),
                              time.perf_counter() - started - warm_s)
+    if options.deadline is not None:
+        log.debug("%s: returned %.2f s into the %g s limit", method, options.deadline.spent(),
+                  options.deadline.limit)
     result = result.with_(method=m.name, constraints=options.constraints(instance))
     if m.kind == "exact":
         from .methods.result_step import no_worse_than_warm

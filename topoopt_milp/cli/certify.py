@@ -8,9 +8,9 @@ import sys
 
 import click
 
+from ..core import topology_io
 from ..core.errors import InputError
 from . import main
-from ..core import topology_io
 from .core import TOPOLOGY_FORMAT_HELP, fixed_instance, load_instance
 from .options import cores, jobs_option
 

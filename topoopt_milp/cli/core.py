@@ -172,8 +172,9 @@ def solve(instance_path, method, seed, topology_path, topology_fmt, warm_start, 
     result = None
     try:
         result = solve_checked(instance, method, options)
-        log.info("%s finished in %.3f s (own runtime %.3f s)", method, time.perf_counter() - t0,
-                 result.runtime_s)
+        log.info("%s finished in %.3f s (own runtime %.3f s), checked %.3f s after the command "
+                 "started", method, time.perf_counter() - t0, result.runtime_s,
+                 time.perf_counter() - command_started())
         write_solution(out, result, instance)
         log.info("solution written %.3f s after the command started",
                  time.perf_counter() - command_started())
