@@ -70,8 +70,10 @@ def solve_checked(instance: Instance, method: str, options: SolveOptions | None 
         options = registry.get(method).options(knobs, seed=seed, warm_start=warm, export=export)
     elif knobs:
         raise ParamError(f"{next(iter(knobs))}: give the knobs either in options or as keywords")
-    return certify_solution(instance, registry.solve(instance, method,
-                                                     with_reserve(instance, options)))
+    # a bounds-only method (backend analytic) returns no routing: nothing to evaluate or check
+    bounds_only = registry.get(method).backend == "analytic"
+    return certify_solution(instance, registry.solve(
+        instance, method, with_reserve(instance, options, bounds_only)))
 
 
 # Seconds per hop of the routing (load 1) of what follows a solver that stops at the
@@ -93,14 +95,17 @@ def certify_reserve(instance: Instance) -> float:
     return (CERTIFY_S + CERTIFY_S_PER_HOP * commodities * hops) * load_factor()
 
 
-def with_reserve(instance: Instance, options: SolveOptions) -> SolveOptions:
+def with_reserve(instance: Instance, options: SolveOptions,
+                 bounds_only: bool = False) -> SolveOptions:
     """``options`` whose deadline (started now if it has none and a time limit is set) keeps
-    :func:`certify_reserve` seconds for certification and writing."""
+    :func:`certify_reserve` seconds for certification and writing (only the fixed part,
+    ``CERTIFY_S``, for a ``bounds_only`` method: it returns no routing to check)."""
     limit = options.solver.time_limit
     if limit is None:
         return options
     deadline = options.deadline or Deadline(float(limit))
-    return options.with_(deadline=deadline.keeping(certify_reserve(instance)))
+    reserve = CERTIFY_S * load_factor() if bounds_only else certify_reserve(instance)
+    return options.with_(deadline=deadline.keeping(reserve))
 
 
 def certify_solution(instance: Instance, result: SolveResult) -> SolveResult:

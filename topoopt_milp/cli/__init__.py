@@ -11,7 +11,7 @@ import time
 
 import click
 
-from ..core.deadline import process_started
+from ..core.deadline import note_startup, process_started
 from ..core.errors import InputError
 from ..core.stop import exit_code, sigterm_as_interrupt, what
 
@@ -36,6 +36,8 @@ class _Group(click.Group):
     def main(self, args=None, *rest, **kwargs):
         # args is None: the command line of this process (the console script, python -m)
         _STARTED.append(process_started() if args is None else time.perf_counter())
+        if args is None:  # this process's own start-up: the slowdown its estimates scale by
+            note_startup()
         try:
             with sigterm_as_interrupt():  # a scheduler's kill takes Ctrl-C's paths
                 return super().main(args, *rest, **kwargs)

@@ -92,9 +92,30 @@ class Deadline:
         return replace(self, reserve=self.reserve + max(0.0, float(seconds)))
 
 
+_STARTUP_SLOWDOWN: list[float] = []  # measured by note_startup() in a command-line process
+MAX_SLOWDOWN = 16.0
+
+
+def note_startup() -> float | None:
+    """Measure how much slower than its own CPU time this process has run since it started
+    (wall / CPU seconds of the start-up: the interpreter, the imports, all CPU-bound), and let
+    :func:`load_factor` use it. Called once by the command line when a command starts; the
+    one-minute load average lags a load that has just come (a second solve started beside),
+    while this is the slowdown this very process met. ``None`` (nothing recorded) when the
+    start-up was too short to measure."""
+    wall = time.perf_counter() - process_started()
+    cpu = time.process_time()
+    if wall < 0.2 or cpu < 0.05:
+        return None
+    ratio = min(MAX_SLOWDOWN, max(1.0, wall / cpu))
+    _STARTUP_SLOWDOWN[:] = [ratio]
+    return ratio
+
+
 def load_factor() -> float:
     """How much slower single-threaded Python runs now than on an idle machine, as the
-    one-minute load average per core (at least 1): estimated costs are scaled by it."""
+    one-minute load average per core (at least 1), or the slowdown this process's start-up
+    met (:func:`note_startup`) if that is larger: estimated costs are scaled by it."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux
@@ -103,4 +124,4 @@ def load_factor() -> float:
         load = os.getloadavg()[0]
     except OSError:  # pragma: no cover
         return 1.0
-    return max(1.0, load / max(cores, 1))
+    return max(1.0, load / max(cores, 1), *_STARTUP_SLOWDOWN)

@@ -92,9 +92,46 @@ def _join(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
+def _clean(data: Any) -> bool:
+    """Whether ``data`` has no defect :func:`problem` would report: one quick pass that
+    checks the leaves of a container in place (a clean document, the usual case, then costs
+    no path strings; an instance at n = 10^4 has 400k leaves)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            if getattr(value, "duplicates", ()) or any(text_problem(k) for k in value):
+                return False
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            children = (value,)
+            depth = 0
+        if depth > MAX_DEPTH:
+            return False
+        for v in children:
+            t = type(v)
+            if t is int or t is bool or v is None:
+                continue
+            if t is float:
+                if not math.isfinite(v):
+                    return False
+            elif t is str:
+                if text_problem(v):
+                    return False
+            elif isinstance(v, dict | list):
+                stack.append((v, depth + 1))
+            else:  # a _Bad number, or another object about to be written
+                return False
+    return True
+
+
 def problem(data: Any) -> str | None:
     """The first defect of a parsed document (or of a Python object about to be written as
     JSON: non-finite floats count too), as ``"field: reason"`` (``None``: clean)."""
+    if _clean(data):
+        return None
     stack: list[tuple[Any, str, int]] = [(data, "", 1)]
     while stack:
         value, path, depth = stack.pop()

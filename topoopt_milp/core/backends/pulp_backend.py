@@ -39,6 +39,7 @@ from scipy.sparse import coo_matrix, csc_matrix
 from ..deadline import load_factor
 from ..params import DeadlineExceeded, ParamError, SolveOptions
 from ..result import Status
+from .highs_start import complete_start, fills_in
 
 log = logging.getLogger(__name__)
 
@@ -372,7 +373,8 @@ def solve_matrix(
     objective itself (optimal within HiGHS's 1e-7 tolerances), otherwise ``None``."""
     sp = options.solver
     keep = solver_keep(model, keep)
-    before = mip_start_cost(model, warm_start)
+    fill = fills_in(model, warm_start)
+    before = 0.0 if fill is not None else mip_start_cost(model, warm_start)
     check_start(model, options, keep, before)
     h = new_highs()
     h.setOptionValue("output_flag", sp.solver_log)
@@ -390,7 +392,14 @@ def solve_matrix(
     if options.export:
         write_model(model, options.export)
     h.passModel(highs_lp(model))
-    if warm_start:
+    if fill is not None:
+        # every integer column is set: complete the continuous ones ourselves, within part of
+        # the time left, and give HiGHS the whole start (it then only checks it)
+        x = complete_start(h, model, *fill, options, keep)
+        if x is not None:
+            h.setSolution(len(x), np.arange(len(x), dtype=np.int32), x)
+        check_start(model, options, keep)
+    elif warm_start:
         pos = {name: j for j, name in enumerate(model.names)}
         idx = [pos[k] for k in warm_start if k in pos]
         if idx:
