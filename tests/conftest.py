@@ -99,3 +99,14 @@ def world(tmp_path_factory):
     from test_fuzz_input import make_world
 
     return make_world(tmp_path_factory.mktemp("fuzz"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The fuzz corpus' counts per class (tests/helpers.py ``fuzz_summary``)."""
+    from helpers import FUZZ_SUMMARY
+
+    if FUZZ_SUMMARY:
+        terminalreporter.section("fuzz corpus: counts per class")
+        for table in FUZZ_SUMMARY:
+            terminalreporter.write_line(table)
+            terminalreporter.write_line("")

@@ -10,6 +10,7 @@ import time
 from collections import Counter
 
 import pytest
+from helpers import fuzz_summary
 from test_fuzz_input import (  # the corpus' shared pieces (fixtures included)
     SEED,
     clean_outcome,
@@ -142,7 +143,9 @@ def test_fuzz_sndlib_files(tmp_path, runner):
             sol = json.loads((tmp_path / "o.json").read_text())
             assert sol["status"] == "optimal", (path.name, sol["status"], sol.get("message"))
         outcomes[("ok" if code == 0 else "refused")] += 1
-    print("sndlib outcomes:", dict(outcomes))
+        outcomes["files"] += 1
+    fuzz_summary("hostile SNDlib files (test_fuzz_defects.py)", {"sndlib": outcomes},
+                 ("files", "ok", "refused", "tracebacks", "false"))
     assert outcomes["ok"] >= 6 and outcomes["refused"] >= 30
 
 
@@ -179,7 +182,10 @@ def test_fuzz_shared_capacities_far_apart():
         assert res.objective == pytest.approx(expected, rel=1e-6)
         assert res.bound <= expected * (1 + 1e-7)
         outcomes["optimal"] += 1
-    print("shared-capacity outcomes:", dict(outcomes))
+    outcomes["networks"] = 16
+    fuzz_summary("shared capacities 1e-300..1e300 (test_fuzz_defects.py)",
+                 {"shared-capacity": outcomes},
+                 ("networks", "optimal", "refused", "infeasible", "false"))
     assert outcomes["optimal"] >= 14
 
 
@@ -234,7 +240,11 @@ def test_fuzz_alloc_methods_on_hostile_instances(tmp_path, runner, count):
                 assert max(c for _, _, c in links) <= (1 if cap else inst.degree), (cls, method)
                 assert sol["objective"] >= opt.objective * (1 - 1e-6), (cls, method)
             outcomes[(cls, method)] += 1
-    print("alloc outcomes:", dict(outcomes))
+    table: dict[str, Counter] = {}
+    for (cls, method), c in outcomes.items():
+        table.setdefault(f"alloc/{cls}", Counter())[method] += c
+    fuzz_summary("hostile alloc instances, exit 0 per method (test_fuzz_defects.py)", table,
+                 ("alloc-benders", "alloc-alternate", "lower-bounds"))
     assert len(outcomes) == 12 and sum(outcomes.values()) == 3 * count
 
 
@@ -256,3 +266,83 @@ def test_fuzz_large_n_topologyfinder_and_lower_bounds(tmp_path, runner):
                              str(tmp_path / "tf.json")])
     assert clean_outcome(r, None, allowed=(0,)) == 0
     print("topologyfinder n=1e4 wall", time.perf_counter() - t0)
+
+
+def gen_path_arguments(root, rng, n):
+    """``(argv, the file named)``: a directory, a FIFO or a missing file given wherever a
+    command names a file (INSTANCE, SOL, --topology, --warm-start, --out)."""
+    import os
+
+    inst, sol = root / "base-instance.json", root / "base-solution.json"
+    fifo = root / "a-fifo.json"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    bad = [str(root), str(fifo), str(root / "missing.json")]
+    makers = [
+        lambda b: (["solve", b, "-m", "ring", "--out", str(root / "o.json")], b),
+        lambda b: (["evaluate", str(inst), b], b),
+        lambda b: (["evaluate", b, str(sol)], b),
+        lambda b: (["solve", str(inst), "-m", "route-milp", "--topology", b, "--out",
+                    str(root / "o.json")], b),
+        lambda b: (["solve", str(inst), "-m", "alloc-milp", "--warm-start", b, "--out",
+                    str(root / "o.json")], b),
+        lambda b: (["export", b, "--format", "edgelist"], b),
+        lambda b: (["simulate", str(inst), b], b),
+        lambda b: (["certify", b, "-t", "1"], b),
+    ]
+    for k in range(n):
+        yield makers[k % len(makers)](bad[(k // len(makers)) % len(bad)])
+    yield ["solve", str(inst), "-m", "ring", "--out", str(root)], str(root)  # --out a folder
+
+
+def test_fuzz_path_arguments(world, runner):
+    """A directory, a FIFO or a missing file as any file argument: one line naming the
+    argument's file, exit 2 (never click's usage block, never a hang)."""
+    root = world[0]
+    outcomes = Counter()
+    for argv, named in gen_path_arguments(root, random.Random(SEED + 23), 24):
+        t0 = time.perf_counter()
+        r = runner.invoke(main, argv)
+        assert time.perf_counter() - t0 < 30, argv  # a FIFO is never opened for reading
+        assert clean_outcome(r, None, allowed=(2,)) == 2, (argv, r.output)
+        assert named in r.stderr and "Usage:" not in r.output, (argv, r.output)
+        outcomes["files"] += 1
+        outcomes["exit 2, one line"] += 1
+    fuzz_summary("file arguments that are no regular file (test_fuzz_defects.py)",
+                 {"path-arguments": outcomes}, ("files", "exit 2, one line", "tracebacks"))
+    assert outcomes["files"] == 25
+
+
+def test_fuzz_sndlib_topology_keeps_shared_capacities(tmp_path, runner):
+    """--topology on an SNDlib network: the file picks the network's links at the network's
+    capacities (the optimum with the network's own topology is unchanged; a subset routes
+    around the missing link); a link the network lacks is refused by name, exit 2."""
+    snd = tmp_path / "net.txt"
+    snd.write_text(sndlib_text())
+    base = ["solve", str(snd), "--input-format", "sndlib", "-m", "route-milp"]
+    r = runner.invoke(main, [*base, "--out", str(tmp_path / "a.json")])
+    assert r.exit_code == 0, r.output
+    own = json.loads((tmp_path / "a.json").read_text())
+    r = runner.invoke(main, ["export", str(tmp_path / "a.json"), "--format", "edgelist",
+                             "--out", str(tmp_path / "a.edgelist")])
+    assert r.exit_code == 0, r.output
+    for top in ("a.json", "a.edgelist"):
+        r = runner.invoke(main, [*base, "--topology", str(tmp_path / top), "--out",
+                                 str(tmp_path / "b.json")])
+        assert r.exit_code == 0, r.output
+        again = json.loads((tmp_path / "b.json").read_text())
+        assert again["objective"] == pytest.approx(own["objective"], rel=1e-6), top
+    # drop the A-C diagonal (0-2): the 12 units A->C go round the 4-cycle (10 + 10 per side)
+    lines = [x for x in (tmp_path / "a.edgelist").read_text().splitlines()
+             if x.split()[:2] != ["0", "2"]]
+    (tmp_path / "sub.edgelist").write_text("\n".join(lines) + "\n")
+    r = runner.invoke(main, [*base, "--topology", str(tmp_path / "sub.edgelist"), "--out",
+                             str(tmp_path / "c.json")])
+    assert r.exit_code == 0, r.output
+    sub = json.loads((tmp_path / "c.json").read_text())
+    assert sub["objective"] >= own["objective"] * (1 - 1e-9)
+    (tmp_path / "bad.edgelist").write_text("0 1\n1 4\n")  # B-E: no such link
+    r = runner.invoke(main, [*base, "--topology", str(tmp_path / "bad.edgelist"), "--out",
+                             str(tmp_path / "d.json")])
+    assert clean_outcome(r, tmp_path / "bad.edgelist", allowed=(2,)) == 2
+    assert "1-4 is not a link of the instance's network" in r.stderr, r.stderr

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from helpers import fuzz_summary
 from test_fuzz_input import SEED, dump
 
 from topoopt_milp.cli import main
@@ -448,6 +449,9 @@ def test_hostile_classes_have_clean_outcomes_and_no_false_results(world, runner)
     print(f"{'total':<18} {totals['files']:>5} {totals['ok']:>6} {totals['violation']:>6} "
           f"{totals['error']:>6} {totals['infeasible']:>6} {totals['traceback']:>6} "
           f"{totals['false results']:>5} {totals['false refusals']:>14}")
+    fuzz_summary(f"hostile classes of issue 20 (tests/test_fuzz_hostile.py): {len(cases)} "
+                 "files", table, ("files", "ok", "violation", "error", "infeasible",
+                                  "traceback", "false results", "false refusals"))
     assert not failures, failures[:10]
     assert totals["traceback"] == 0 and totals["false results"] == 0
     assert totals["false refusals"] == 0
