@@ -365,7 +365,7 @@ def test_evaluate_routing_approx_warm_start(tmp_path):
     assert r.exit_code == 0, r.output
     data = json.loads(r.output[r.output.index('{\n "routing"'):])
     assert data["bound_s"] <= data["comm_time_s"] <= data["bound_s"] * (1 + EPS) + 1e-15
-    assert "warm start" in json.loads(out.read_text())["message"]
+    assert "warm start (patched problem)" in json.loads(out.read_text())["message"]  # fast path
     r = runner.invoke(main, ["evaluate", str(path), str(tmp_path / "s0.json"), "--warm-start",
                              str(old)])
     assert r.exit_code == 2 and "Error: --warm-start: only with --routing approx" in r.output
