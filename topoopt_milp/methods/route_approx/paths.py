@@ -18,6 +18,12 @@ unused round made the search cycle on degenerate masters (permutation traffic on
 two columns must enter together to lower ``U``; each entered alone, was unused and left, for
 1000 rounds); when neither the incumbent nor the bound has improved for ``STALL`` rounds,
 pruning stops for the rest of the run, and column generation without deletion terminates.
+After each master, a column carrying more than ``1 - REBASE`` of its pair becomes the pair's
+key path and leaves the pool (:func:`_rebase`; the base and the coefficients are recomputed),
+so the next master has neither its column nor, often, its convexity row (n = 256, d = 4:
+8.2k instead of 13.7k rows, 41k instead of 52k columns in the third master). Each round adds
+the improving shortest paths of two tree sets: at the smoothed point and at the best-bound
+lengths (``SECOND``; a second path only when still shorter than every path the pair has).
 A pair gets a new column when its shortest path under the master's duals is shorter than
 every path it has: for an optimal master the pair's dual is ``d_k`` times that minimum
 length, so this is a negative reduced cost, and the master is optimal when no pair has one.
