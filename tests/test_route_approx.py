@@ -365,7 +365,72 @@ def test_evaluate_routing_approx_warm_start(tmp_path):
     assert r.exit_code == 0, r.output
     data = json.loads(r.output[r.output.index('{\n "routing"'):])
     assert data["bound_s"] <= data["comm_time_s"] <= data["bound_s"] * (1 + EPS) + 1e-15
-    assert "warm start" in json.loads(out.read_text())["message"]
+    assert "warm start (patched problem)" in json.loads(out.read_text())["message"]  # fast path
     r = runner.invoke(main, ["evaluate", str(path), str(tmp_path / "s0.json"), "--warm-start",
                              str(old)])
     assert r.exit_code == 2 and "Error: --warm-start: only with --routing approx" in r.output
+
+
+def test_rebased_key_paths_keep_the_routing_consistent(monkeypatch):
+    """Columns that carry their whole pair become key paths (paths._rebase): the returned
+    paths per pair sum to 1, run s -> t over arcs, and their loads reproduce ``arc_load``
+    and ``upper``; the bound stays below an independent LP optimum (scipy)."""
+    from scipy.optimize import linprog
+
+    from topoopt_milp.methods.route_approx import paths as paths_mod
+
+    moved = []
+    real = paths_mod._rebase
+
+    def spy(*a):
+        out = real(*a)
+        moved.append(len(out[3]))
+        return out
+
+    monkeypatch.setattr(paths_mod, "_rebase", spy)
+    topo = random_regular(24, 4, 5)
+    n, L = topo.n, topo.links
+    u, v = np.nonzero(L)
+    arcs = np.stack([u, v], axis=1)
+    m = len(arcs)
+    D = np.ones((n, n))
+    np.fill_diagonal(D, 0)
+    res = approx_min_congestion(n, arcs, [np.array([a]) for a in range(m)],
+                                L[u, v].astype(float), D, 1e-4)
+    assert sum(moved) > 0  # the rebase did happen
+    arc_id = {(int(x), int(y)): a for a, (x, y) in enumerate(arcs)}
+    load = np.zeros(m)
+    for s, t, pp in res.pair_paths(D):
+        assert sum(f for _, f in pp) == pytest.approx(1.0, abs=1e-9)
+        for p, f in pp:
+            assert p[0] == s and p[-1] == t
+            for x, y in zip(p[:-1], p[1:], strict=True):
+                load[arc_id[(x, y)]] += D[s, t] * f
+    assert load == pytest.approx(res.arc_load, rel=1e-9, abs=1e-9)
+    assert res.upper == pytest.approx(float((load / L[u, v]).max()), rel=1e-9)
+    # exact optimum: source-aggregated arc LP
+    rows, cols, vals = [], [], []
+    for s in range(n):
+        for a, (x, y) in enumerate(arcs):
+            c = s * m + a
+            for w, sg in ((y, 1.0), (x, -1.0)):
+                if w != s:
+                    rows.append(s * n + w)
+                    cols.append(c)
+                    vals.append(sg)
+    from scipy.sparse import coo_matrix, hstack
+
+    A = coo_matrix((vals, (rows, cols)), shape=(n * n, n * m)).tocsr()
+    keep = [i for i in range(n * n) if i % (n + 1) != 0]
+    A_eq = hstack([A[keep], coo_matrix((len(keep), 1))])
+    cap_rows = coo_matrix((np.ones(n * m), (np.tile(np.arange(m), n), np.arange(n * m))),
+                          shape=(m, n * m))
+    A_ub = hstack([cap_rows, coo_matrix(-L[u, v].reshape(-1, 1).astype(float))])
+    c = np.zeros(n * m + 1)
+    c[-1] = 1.0
+    lp = linprog(c, A_ub=A_ub, b_ub=np.zeros(m), A_eq=A_eq, b_eq=np.ones(len(keep)),
+                 bounds=(0, None), method="highs")
+    assert lp.status == 0
+    assert res.lower <= lp.fun * (1 + 1e-9)
+    assert res.upper >= lp.fun * (1 - 1e-9)
+    assert res.gap <= 1e-4 + 1e-12

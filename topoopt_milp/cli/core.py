@@ -303,7 +303,15 @@ def _reroute(instance, topology, rings, objective, routing, epsilon, time_limit,
         if method != "route-approx":
             raise ParamError("--epsilon: only with --routing approx")
         knobs["epsilon"] = epsilon
-    best = solve_checked(fixed, method, warm_start=warm, **knobs)
+    if warm is not None and method == "route-approx" and not rings:
+        # the warm fast path (route_approx.warm: the route problem patched, not rebuilt),
+        # checked like solve_checked
+        from ..methods.route_approx import warm_route
+        from ..pipeline import certify_solution
+
+        best = certify_solution(fixed, warm_route(instance, topology.links, warm, **knobs))
+    else:
+        best = solve_checked(fixed, method, warm_start=warm, **knobs)
     if out:
         write_solution(out, best, fixed)
     if as_json:

@@ -20,6 +20,7 @@ LENGTH_FLOOR = 1e-7  # relative floor on lengths: strictly positive arcs order e
 PRICE_TOL = 1e-9  # relative improvement a new path needs to enter
 ALPHA = 0.5  # Wentges smoothing weight of the best-bound lengths
 MASTER_TOL = 1e-5  # interior-point tolerances of the path master
+ASCENT = 8  # supergradient steps on the bound per round (Bound.ascend)
 
 
 @dataclass
@@ -99,7 +100,7 @@ class ApproxResult:
                 for p, f in alt.get((k, t), ()):
                     paths[p] = paths.get(p, 0.0) + f
                     rest -= f
-                if rest > 0:
+                if rest > 1e-12:  # a rebased key path (.paths) leaves the tree path ~0
                     kp = tuple(kp)
                     paths[kp] = paths.get(kp, 0.0) + rest
                 yield s, t, list(paths.items())
@@ -204,7 +205,7 @@ class Pricer:
 
     def __init__(self, n, arcs, res_of_arc, cap, sources, D, demand_rows, symmetric):
         self.n, self.sources, self.D, self.rows, self.sym = n, sources, D, demand_rows, symmetric
-        self.res_of_arc, self.cap = res_of_arc, cap
+        self.res_of_arc, self.cap, self.arcs = res_of_arc, cap, arcs
         G = csr_matrix((np.arange(1, len(arcs) + 1, dtype=float), (arcs[:, 0], arcs[:, 1])),
                        shape=(n, n))
         self.perm = G.data.astype(np.int64) - 1  # csr slot -> arc
@@ -230,6 +231,15 @@ class Pricer:
         if bound_only:
             return lb
         return dist, pred.astype(np.int64), lb
+
+    def loads(self, dist, pred) -> np.ndarray:
+        """Per resource: the load of the shortest-path routing of trees ``pred``."""
+        acc = tree_sum_up(tree_order(dist), pred, self.rows, self.sources)
+        v = np.nonzero(pred >= 0)
+        arc_id = np.full((self.n, self.n), -1, np.int64)
+        arc_id[self.arcs[:, 0], self.arcs[:, 1]] = np.arange(len(self.arcs))
+        a = arc_id[pred[v], v[1]]
+        return np.bincount(self.res_of_arc[a], weights=acc[v], minlength=len(self.cap))
 
     def bound(self, lb: float, mu: np.ndarray) -> Bound:
         return Bound(self, self.cap, lb, mu)
@@ -284,6 +294,7 @@ class Bound:
 
     def __init__(self, pricer: Pricer, cap: np.ndarray, lb: float, mu: np.ndarray):
         self.pricer, self.cap, self.lb, self.mu = pricer, cap, lb, mu
+        self.eta = 1.0
 
     def price(self, alpha: float, mu: np.ndarray, timings: dict):
         t = time.perf_counter()
@@ -299,8 +310,38 @@ class Bound:
                 self.lb, self.mu = lb, point
         if self.lb < best_lb:  # never (the bound only improves); kept as a guard
             self.lb, self.mu = best_lb, best
+        if ASCENT and not self.pricer.sym:
+            self.ascend(ASCENT)
         timings["pricing"] += time.perf_counter() - t
         return dist, pred
+
+    def ascend(self, steps: int) -> None:
+        """Multiplicative supergradient ascent on the bound from the best lengths.
+
+        ``LB(mu) = N(mu) / sum_r mu_r cap(r)`` with ``N(mu) = sum_k d_k dist_mu(k)`` concave;
+        the loads ``f`` of the shortest-path routing under ``mu`` are a supergradient of
+        ``N`` (``N(mu') <= sum_r mu'_r f_r`` for every ``mu'``, with equality at ``mu``), and
+        ``LB(mu) = sum_r mu_r f_r / sum_r mu_r cap(r)``: a weighted mean of the congestions
+        ``f_r / cap(r)``. A step moves weight to the resources above the mean:
+        ``mu_r <- mu_r exp(eta (f_r / (cap(r) LB) - 1))``, accepted only when the bound it
+        certifies (every candidate is non-negative lengths, so :mod:`.method`'s proof holds)
+        is higher; ``eta`` is halved on a rejection, grown on an acceptance."""
+        eta = self.eta
+        for _ in range(steps):
+            dist, pred = self.pricer(self.mu)[:2]
+            r = self.pricer.loads(dist, pred) / self.cap / max(self.lb, 1e-300) - 1.0
+            for _ in range(3):
+                mix = self.mu * np.exp(np.clip(eta * r, -30, 30))
+                mix = np.maximum(mix, LENGTH_FLOOR * mix.max())
+                mix = mix / math.fsum((mix * self.cap).tolist())
+                lb = self.pricer(mix, bound_only=True)
+                if lb > self.lb:
+                    self.lb, self.mu, eta = lb, mix, eta * 1.5
+                    break
+                eta *= 0.3
+            else:
+                break
+        self.eta = eta
 
 
 def master_highs(nrow_lo, nrow_up, cap_rows, cap, solver: str) -> highspy.Highs:
