@@ -3,8 +3,8 @@ re-routed objective.
 
 Problem: alloc-milp's (:mod:`..formulations.alloc`): an integer symmetric link matrix ``L``
 with ``sum_j L_ij = d`` and ``L_ij <= cap``, AllReduce rings split over the TotientPerms
-orders (``rings = choose``; ``given``: the instance's default rings, fixed), fractional
-routing, minimising ``T_comm``.
+orders (``rings = choose``; ``given``: the orders of the instance's default rings, both
+directions with a free split), fractional routing, minimising ``T_comm``.
 
 Start. The best-start portfolio (:mod:`.starts`: TotientPerms, TopologyFinder,
 demand-greedy and random expanders, each re-routed by the route LP with free ring shares);
@@ -106,9 +106,10 @@ class AllocSearchParams(BestStartParams):
     start_methods: str = knob(SEARCH_STARTS, "alloc-search: cheap start heuristics "
                                              "(comma-separated; expander once per seed).")
     rings: str = knob("choose", "alloc-search: ring space: choose (TotientPerms orders, free "
-                                "split: alloc-milp's), given (the default rings, fixed) or "
-                                "tours (TotientPerms orders plus tours of each topology: any "
-                                "ring order, outside alloc-milp's space).",
+                                "split: alloc-milp's), given (the default rings' two "
+                                "directions, free split) or tours (TotientPerms orders "
+                                "plus tours of each topology: any ring order, outside "
+                                "alloc-milp's space).",
                       choices=(*RING_MODES, "tours"))
     batch: int = knob(0, "alloc-search: swaps in the first batch (0: n / 16).", minimum=0)
     tries: int = knob(3, "alloc-search: single swaps re-routed before a restart.", minimum=1)
