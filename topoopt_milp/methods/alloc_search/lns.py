@@ -111,7 +111,7 @@ def sub_model(instance: Instance, links: np.ndarray, S: Sequence[int],
     nsig, ngrp = len(lay["sigma"]), base.A.shape[0] - ncons - narc
     A = base.A.tocsc()
     R, C = A.shape
-    if C != nf + 1 + nsig or len(P.res_arcs) != narc:
+    if nf + 1 + nsig != C or len(P.res_arcs) != narc:
         raise RuntimeError("lns: ring_lp.build's layout changed (flows, U, sigma columns)")
     row_lo, row_up = base.row_lower.copy(), base.row_upper.copy()
     # lambda: -D_mp on the conservation rows (their right-hand side moves left), -1 on the

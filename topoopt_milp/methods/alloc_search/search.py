@@ -77,8 +77,9 @@ from .. import result_step as _certify
 from ..alloc_alternate.search import Solution
 from ..formulations.ring_lp import in_ring_space
 from ..heuristics.support import heuristic_memory
+from . import lns
 from . import swaps as sw
-from .reroute import RING_MODES, lp_options, reroute, reroute_approx
+from .reroute import RING_MODES, lp_options, reroute, reroute_approx, ring_candidates
 from .starts import (
     BestStartParams,
     Candidate,
@@ -127,6 +128,13 @@ class AllocSearchParams(BestStartParams):
     descent_share: float = knob(0.15, "alloc-search: share of the time limit for the "
                                       "hop-volume descent of the best start (0: none).",
                                 minimum=0, maximum=1.0)
+    lns_size: int = knob(0, "alloc-search: large-neighbourhood moves at a local optimum: "
+                            "free the links among this many hot nodes and their neighbours "
+                            "and re-solve them by a sub-MILP (lns.py; 0: off).", minimum=0)
+    lns_time: float = knob(30.0, "alloc-search: seconds per sub-MILP of a "
+                                 "large-neighbourhood move.", positive=True)
+    lns_tries: int = knob(2, "alloc-search: large-neighbourhood moves tried at a local "
+                             "optimum before a restart.", minimum=1)
     router: str = knob("exact", "alloc-search: re-routing of the moves: exact (the route LP) "
                                 "or approx (route-approx within 1%, warm-started from the "
                                 "nearest routed topology; rings = given only).",
@@ -304,6 +312,47 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
                 return sol
         return None
 
+    lns_fails, tabu = 0, []
+
+    def lns_move() -> Solution | None:
+        """One large-neighbourhood move on the current solution (lns.py): the sub-MILP on
+        the hottest nodes not tried lately, its links re-routed and accepted on the exact
+        objective when it improves."""
+        nonlocal it
+        L = current.topology.links
+        heat = lns.node_heat(L, arc_loads(n, current.routing), current.prices)
+        S, seed = lns.hot_set(L, heat, p.lns_size, tabu)
+        if seed is None:
+            return None
+        tabu.append(seed)
+        del tabu[:-max(1, n // 4)]
+        rings = p.rings if p.rings != "tours" else tour_candidates(
+            instance, L, hint[0], seed=options.seed)
+        rem = left()
+        limit = p.lns_time if rem is None else min(p.lns_time, 0.5 * rem)
+        cands = ring_candidates(instance, rings)
+        for r in current.rings:  # the current rings too: L is then feasible at its objective
+            if r.group in cands and tuple(r.order) not in cands[r.group]:
+                cands[r.group] = [*cands[r.group], tuple(r.order)]
+        try:
+            sub = lns.solve_sub(instance, L, S, cands, cap, lp, limit)
+        except (ValueError, InputError) as exc:
+            traj.append(Step(it, f"lns:{len(S)}", None, False, elapsed(), str(exc)))
+            return None
+        sol, why = None, "no new links"
+        if sub.links is not None and not np.array_equal(sub.links, L):
+            why = "no predicted improvement"
+            if sub.objective_s is not None and \
+                    sub.objective_s < current.objective_s * (1 - PROGRESS):
+                it += 1
+                sol, why = routed(sub.links, p.hop_penalty)
+        ok = sol is not None and sol.objective_s < current.objective_s * (1 - PROGRESS)
+        note = f"{why or ''} sub-MILP {sub.status} {sub.runtime_s:.1f} s " \
+               f"{sub.objective_s if sub.objective_s is not None else '-'}".strip()
+        traj.append(Step(it, f"lns:{len(S)}", None if sol is None else sol.objective_s, ok,
+                         elapsed(), note))
+        return sol if ok else None
+
     while it < p.max_iterations and room():
         D = _exact.demand_matrix(instance, current.rings)
         g = sw.guide(current.topology.links, D, arc_loads(n, current.routing), current.prices,
@@ -344,6 +393,18 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
             fails += 1
         if fails < p.tries:
             continue
+        if p.lns_size and lns_fails < p.lns_tries and room():
+            sol = lns_move()
+            if sol is not None:
+                current, fails, plateau, q = sol, 0, 0, q0
+                hint[0] = None if p.rings != "tours" else arc_loads(n, current.routing)
+                banned.clear()
+                if current.objective_s < best.objective_s:
+                    best = current
+                continue
+            lns_fails += 1
+            continue
+        lns_fails = 0
         nxt = restart()
         if nxt is None:
             break
