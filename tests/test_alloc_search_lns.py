@@ -54,8 +54,8 @@ def test_sub_milp_is_the_best_completion_by_brute_force(seed):
     opts = SolveOptions()
     cur, _ = reroute(inst, Topology(L), "choose", opts)
     heat = lns.node_heat(L, np.zeros(L.shape), cur.prices)
-    S, seed_node = lns.hot_set(L, heat, 4)
-    assert len(S) == 4 and seed_node in S
+    S, seed_node = lns.hot_set(L, heat, 5)
+    assert len(S) == 5 and seed_node in S
     sub = lns.solve_sub(inst, L, S, candidate_orders(inst), 2, opts, 60)
     assert sub.status == "optimal"
     best, count = np.inf, 0
