@@ -36,6 +36,14 @@ Acceptance. A candidate becomes the current solution when its exact re-routed ob
 moves are allowed, at most ``patience`` in a row); the best over the run is returned. After
 an accepted improvement the batch size doubles again (up to the first one).
 
+Large-neighbourhood moves (``lns_size > 0``). At a local optimum of the swaps (no single
+swap of the ``tries`` accepted), up to ``lns_tries`` moves of :mod:`.lns`: the links among
+the ``lns_size`` hottest nodes (by the route LP's arc prices) and their neighbours are
+re-solved by a sub-MILP (alloc-milp's model with every other link fixed, ``lns_time``
+seconds, the current links as its MIP start), its links re-routed and accepted when the
+exact objective improves; the swaps then continue from there. A seed node is not used again
+for the next ``n / 4`` moves.
+
 Restarts. At a local optimum (no single swap of the ``tries`` accepted, or the batch
 builder finds no predicted improvement) the search restarts from the next start of the
 portfolio, then from the best solution perturbed by ``kick`` random admissible swaps
@@ -312,7 +320,7 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
                 return sol
         return None
 
-    lns_fails, tabu = 0, []
+    tabu: list[int] = []  # recent seeds of the large-neighbourhood moves
 
     def lns_move() -> Solution | None:
         """One large-neighbourhood move on the current solution (lns.py): the sub-MILP on
@@ -393,18 +401,20 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
             fails += 1
         if fails < p.tries:
             continue
-        if p.lns_size and lns_fails < p.lns_tries and room():
+        sol = None
+        for _ in range(p.lns_tries if p.lns_size else 0):  # large-neighbourhood moves
+            if not room():
+                break
             sol = lns_move()
             if sol is not None:
-                current, fails, plateau, q = sol, 0, 0, q0
-                hint[0] = None if p.rings != "tours" else arc_loads(n, current.routing)
-                banned.clear()
-                if current.objective_s < best.objective_s:
-                    best = current
-                continue
-            lns_fails += 1
+                break
+        if sol is not None:
+            current, fails, plateau, q = sol, 0, 0, q0
+            hint[0] = None if p.rings != "tours" else arc_loads(n, current.routing)
+            banned.clear()
+            if current.objective_s < best.objective_s:
+                best = current
             continue
-        lns_fails = 0
         nxt = restart()
         if nxt is None:
             break
