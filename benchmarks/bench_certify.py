@@ -24,7 +24,7 @@ row. Usage::
 
     python benchmarks/bench_certify.py [--time-limit 600] [--jobs 2]
         [--instances instances/coopt instances/mixed instances/alltoall] [--match n128]
-        [--out results/certify]
+        [--out results/certify] [--solutions results/certify-solutions]
 """
 
 from __future__ import annotations
@@ -81,10 +81,13 @@ def moved(old_best, old_bound, new_best, new_bound) -> str:
     return side
 
 
-def run_one(path: Path, time_limit: float, jobs: int) -> tuple[dict | None, float, str]:
+def run_one(path: Path, time_limit: float, jobs: int, out: Path | None = None
+            ) -> tuple[dict | None, float, str]:
     cmd = [sys.executable, "-c", "from topoopt_milp.cli import main; main()", "certify", str(path),
            "--time-limit",
            str(time_limit), "--format", "json", "--jobs", str(jobs)]
+    if out is not None:
+        cmd += ["--out", str(out)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - t0
@@ -145,6 +148,10 @@ def main(argv=None) -> int:
     ap.add_argument("--old", type=Path, default=ROOT / "results" / "headline.csv")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "certify",
                     help="writes OUT.md and OUT.csv")
+    ap.add_argument("--solutions", type=Path, default=None,
+                    help="keep every best solution that beats the old best as "
+                         "SOLUTIONS/<instance>.json (certify --out: the file its run wrote "
+                         "and the independent checker accepted)")
     args = ap.parse_args(argv)
     old = old_rows(args.old)
     found = [f for f in find_instances(args.instances) if f.instance is not None]
@@ -156,7 +163,11 @@ def main(argv=None) -> int:
         inst = f.instance
         fam = instance_family(inst, f.path)
         load = load1()
-        data, wall, err = run_one(f.path, args.time_limit, args.jobs)
+        sol = None
+        if args.solutions is not None:
+            (args.solutions / "tmp").mkdir(parents=True, exist_ok=True)
+            sol = args.solutions / "tmp" / f"{inst.name}.json"
+        data, wall, err = run_one(f.path, args.time_limit, args.jobs, sol)
         key = (fam, workload_of(inst.to_dict()["meta"]), inst.n, inst.degree, float(inst.link_gbps))
         o = old.get(key)
         row = {"family": fam, "instance": inst.name, "n": inst.n, "degree": inst.degree,
@@ -177,8 +188,18 @@ def main(argv=None) -> int:
                        gap_totient_pct=data["gap_totient_pct"], status=data["status"],
                        moved=moved(row["old_best_s"], row["old_bound_s"], data["objective"],
                                    data["certified_bound"]))
+        if sol is not None and sol.exists():
+            old_best = row["old_best_s"]
+            if data is not None and data["objective"] is not None and (
+                    old_best is None or pd.isna(old_best)
+                    or data["objective"] < old_best * (1 - 1e-6)):
+                sol.rename(args.solutions / sol.name)  # beats the old best: kept
+            else:
+                sol.unlink()
         rows.append(row)
         print(json.dumps(row), flush=True)
+    if args.solutions is not None and (args.solutions / "tmp").is_dir():
+        (args.solutions / "tmp").rmdir()
     df = pd.DataFrame(rows, columns=COLUMNS)
     subset = bool(args.match) or len(args.instances) < 3
     lines = targets(df, args.time_limit, subset)

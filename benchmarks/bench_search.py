@@ -73,7 +73,8 @@ def run(inst: Instance, method: str, time_limit: float | None, **knobs) -> dict:
     row = {"instance": inst.name, "method": method, "objective": res.objective,
            "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "load": f"{before}->{load()}",
            "check": "ok" if not problems else f"{len(problems)} problem(s)",
-           "message": res.message, "ring_space": res.info.get("ring_space")}
+           "message": res.message, "ring_space": res.info.get("ring_space"),
+           "trajectory": res.info.get("trajectory", [])}
     print(f"  {method:18s} {res.objective!s:22s} {wall:7.1f} s  load {row['load']}  "
           f"{row['check']}", flush=True)
     return row
@@ -183,6 +184,42 @@ def table(rows: list[dict]) -> None:
                   f"{r['wall_s']} | {r['load']} | {r['check']} |")
 
 
+def lns_compare(a) -> int:
+    """``--lns``: alloc-search with ring tours, swaps only vs swaps and large-neighbourhood
+    moves (``lns_size``, ``lns_time``, ``lns_tries``), the same time limit, one instance
+    after the other (each run re-checked by the independent checker)."""
+    parts = [float(x) for x in a.lns.split(",")]
+    knobs = {"lns_size": int(parts[0])}
+    if len(parts) > 1:
+        knobs["lns_time"] = parts[1]
+    if len(parts) > 2:
+        knobs["lns_tries"] = int(parts[2])
+    print(f"# bench_search --lns {a.lns}: time limit {a.time_limit:g} s; 2 cores, shared "
+          f"(load {load()} at start)", flush=True)
+    rows = []
+    for path in a.paths:
+        inst = Instance.load(path)
+        print(f"\n{inst.name} (n = {inst.n}, d = {inst.degree})", flush=True)
+        base = run(inst, "alloc-search", a.time_limit, rings="tours")
+        with_lns = run(inst, "alloc-search", a.time_limit, rings="tours", **knobs)
+        base["variant"], with_lns["variant"] = "swaps", f"swaps+lns{a.lns}"
+        moves = [s for s in with_lns.pop("trajectory", []) if s["kind"].startswith("lns:")]
+        with_lns["lns_moves"] = len(moves)
+        with_lns["lns_accepted"] = sum(s["accepted"] for s in moves)
+        base.pop("trajectory", None)
+        rows += [base, with_lns]
+        if a.json:
+            Path(a.json).write_text(json.dumps(rows, indent=1))
+    print("\n| instance | swaps [s] | swaps+lns [s] | ratio | lns moves (accepted) | loads |")
+    print("|---|---|---|---|---|---|")
+    for b, w in zip(rows[::2], rows[1::2], strict=True):
+        ratio = w["objective"] / b["objective"] if b["objective"] and w["objective"] else None
+        print(f"| {b['instance']} | {b['objective']:.6g} | {w['objective']:.6g} | "
+              f"{'-' if ratio is None else f'{ratio:.4f}'} | {w['lns_moves']} "
+              f"({w['lns_accepted']}) | {b['load']}, {w['load']} |")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=120.0)
@@ -192,6 +229,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--rings", default=None, choices=("choose", "tours"),
                     help="alloc-search's ring space (default: its own default, choose)")
+    ap.add_argument("--lns", default=None, metavar="SIZE[,TIME[,TRIES]]",
+                    help="compare alloc-search (rings tours) without and with large-"
+                         "neighbourhood moves of SIZE nodes on --paths, same time limit")
+    ap.add_argument("--paths", nargs="*", default=[], help="instance files for --lns")
     ap.add_argument("--diagnose", nargs=2, metavar=("INSTANCE", "SOLUTION"))
     ap.add_argument("--from-store", default=None, metavar="STORE")
     a = ap.parse_args(argv)
@@ -201,6 +242,8 @@ def main(argv=None) -> int:
     if a.from_store:
         from_store(a.from_store)
         return 0
+    if a.lns:
+        return lns_compare(a)
     insts = [Instance.load(p) for p in sorted(glob.glob(str(ROOT / "instances/coopt" / a.pattern)))]
     if not a.no_uniform:
         insts.append(uniform(128, 8))

@@ -111,6 +111,15 @@ def test_plan_picks_methods_by_spec():
     # above exact_max_n only the scalable phases remain
     big = portfolio.plan(inst, exact_max_n=4)
     assert {e.phase for e in big} <= {"heuristic", "heuristic-lp", "bound", "search"}
+    # a search with free ring orders (tours) runs with them, first among the searches, and
+    # with two slots above exact_max_n it leads (one slot from the start)
+    searches = [e for e in big if e.phase == "search"]
+    assert searches[0].method == "alloc-search" and searches[0].knobs == {"rings": "tours"}
+    assert not [e for e in big if e.method == "alloc-search" and e.knobs != {"rings": "tours"}]
+    lead = portfolio.lead_first(big, inst, jobs=2, exact_max_n=4)
+    assert lead[0] is searches[0] and sorted(map(id, lead)) == sorted(map(id, big))
+    assert portfolio.lead_first(big, inst, jobs=1, exact_max_n=4) == big
+    assert portfolio.lead_first(entries, inst, jobs=2) == entries  # n <= exact_max_n
 
 
 def test_certificate_measures_gaps_in_covering_scopes():

@@ -13,7 +13,8 @@ Which methods run, and in which order
    space of its ``rings`` knob whose scope differs (``choose``: TotientPerms orders,
    ``any``: every order), so both certified scopes get their bound;
 4. ``search`` -- any other heuristic (an upper-bound search with its own solver, e.g.
-   ``alloc-alternate``);
+   ``alloc-alternate``); a search whose ``rings`` knob offers ``tours`` (free ring orders,
+   the instance's own scope: ``alloc-search``) runs with it, and first;
 5. ``exact`` and 6. ``restricted`` -- the remaining exact / restricted models, only at
    ``n <= exact_max_n`` (the small instances they can prove).
 
@@ -24,7 +25,11 @@ found so far (it waits until phases 1-2 are done, so that it gets their best).
 
 How the budget is spent
 -----------------------
-The runs go, in that order, to ``jobs`` worker slots; each run is a fresh child process
+The runs go, in that order, to ``jobs`` worker slots, except the *lead* search
+(:func:`lead_first`): with two or more slots above ``exact_max_n``, the first search that
+needs no incumbent starts at once and keeps one slot for the whole budget (the searches need
+the time, ~140 s per run at n = 128; they build their own starts from the same cheap
+heuristics), while the other slots run the phases in order. Each run is a fresh child process
 (:func:`topoopt_milp.bench.child.execute`) with the *remaining* budget as its time limit
 (less a reserve for evaluating and checking its solution) and a hard kill at the absolute end
 ``max(1.2 T, T + 5) - finish`` (``finish`` for writing the answer), so that the whole call
@@ -77,6 +82,11 @@ from .store import run_key
 log = logging.getLogger(__name__)
 
 PHASES = ("heuristic", "heuristic-lp", "bound", "search", "exact", "restricted")
+# the ring mode of a search's ``rings`` knob whose ring orders are free (alloc-search: tours
+# of the topology besides the TotientPerms orders): the instance's own scope. Measured
+# (results/bench_search.md): dlrm-n128-d4 0.0241 s (TotientPerms orders) -> 0.0226 s, and
+# never worse than the TotientPerms-order search on the 36 open d = 4 instances
+FREE_RINGS = "tours"
 EXACT_MAX_N = 24  # exact and restricted models run only up to this size
 MIN_RUN_S = 1.0  # a run is not started with less budget than this
 OBJ_TOL = 1e-5  # as the result step's: below it a gap is solver tolerance
@@ -117,13 +127,20 @@ def phase_of(spec: MethodSpec, instance: Instance, exact_max_n: int = EXACT_MAX_
     return "exact" if spec.kind == "exact" else "restricted"
 
 
+def _ring_choices(spec: MethodSpec) -> tuple[str, ...]:
+    rings = next((f for f in spec.params.knobs() if f.name == "rings"), None)
+    return tuple(rings.metadata.get("choices") or ()) if rings is not None else ()
+
+
 def _variants(spec: MethodSpec, instance: Instance, phase: str) -> list[dict[str, Any]]:
     """The knob sets a method runs with: a bound method once per ring space of its ``rings``
-    knob with a distinct scope (so that each certified space gets its bound), else once."""
+    knob with a distinct scope (so that each certified space gets its bound); a search whose
+    ``rings`` knob offers ``tours`` with it (:data:`FREE_RINGS`); else once."""
+    choices = _ring_choices(spec)
+    if phase == "search" and FREE_RINGS in choices:
+        return [{"rings": FREE_RINGS}]
     if phase != "bound":
         return [{}]
-    rings = next((f for f in spec.params.knobs() if f.name == "rings"), None)
-    choices = tuple(rings.metadata.get("choices") or ()) if rings is not None else ()
     out, seen = [], set()
     for mode in ("choose", "any"):
         if mode not in choices:
@@ -153,7 +170,26 @@ def plan(instance: Instance, exact_max_n: int = EXACT_MAX_N,
         for knobs in _variants(spec, instance, phase):
             entries.append(Entry(spec.name, phase, knobs, warm=spec.warm_start is not None
                                  and phase not in ("heuristic", "heuristic-lp")))
-    return sorted(entries, key=lambda e: (PHASES.index(e.phase), _reach(e, instance)))
+    return sorted(entries, key=lambda e: (PHASES.index(e.phase), _free(e), _reach(e, instance)))
+
+
+def _free(entry: Entry) -> int:
+    """Within the search phase, the searches with free ring orders first (0)."""
+    return 0 if entry.phase == "search" and entry.knobs.get("rings") == FREE_RINGS else 1
+
+
+def lead_first(entries: list[Entry], instance: Instance, jobs: int,
+               exact_max_n: int = EXACT_MAX_N) -> list[Entry]:
+    """``entries`` with the *lead* search first: with ``jobs >= 2`` above ``exact_max_n``, the
+    first search that needs no incumbent (it builds its own starts) is launched at once and
+    keeps one slot for the whole budget, while the other slots run the phases in order
+    (module docstring)."""
+    if jobs < 2 or instance.n <= exact_max_n:
+        return list(entries)
+    lead = next((e for e in entries if e.phase == "search" and not e.warm), None)
+    if lead is None:
+        return list(entries)
+    return [lead, *(e for e in entries if e is not lead)]
 
 
 def _reach(entry: Entry, instance: Instance) -> int:
@@ -372,7 +408,7 @@ def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
     levels = (4,) if cert.fixed_topology else (1,)
     data = instance.to_dict()
     ihash = instance.content_hash()
-    pending = plan(instance, exact_max_n)
+    pending = lead_first(plan(instance, exact_max_n), instance, jobs, exact_max_n)
     log.info("certify %s: %d runs planned: %s", instance.name, len(pending),
              ", ".join(e.label for e in pending))
     workdir = tempfile.mkdtemp(prefix="topoopt-certify-")

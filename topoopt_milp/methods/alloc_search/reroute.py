@@ -5,8 +5,13 @@
 
 * ``"choose"``: every group's TotientPerms orders with a free split -- alloc-milp's ring
   space, so the value is alloc-milp's optimum with its links fixed to ``topology``;
-* ``"given"``: the instance's default rings (one candidate per group): the route LP with
-  fixed rings.
+* ``"given"``: the orders of the instance's default rings, both directions of each group
+  (:func:`~topoopt_milp.core.topology.default_rings`: the sorted members and their reverse)
+  as the group's two candidates with a free split. Route-milp's LP with the default rings
+  fixes the split at one half each way, a feasible split here, so this value is never above
+  route-milp's on the same topology (and equals it when the halves are optimal). Both
+  orders are TotientPerms orders (``m = 1`` and ``m = k - 1``), so the rings stay in
+  alloc-milp's space.
 
 The routing is decomposed into paths, the objective recomputed from it and the solution
 re-verified by the independent checker (:func:`..alloc_alternate.search._checked`), so an
@@ -48,8 +53,13 @@ def ring_candidates(instance: Instance, rings: str | Mapping) -> dict:
         return candidate_orders(instance)
     if rings != "given":
         raise ValueError(f"rings: {rings!r} is not one of {', '.join(RING_MODES)}")
-    return {r.group: [tuple(r.order)] for r in default_rings(instance)
-            if instance.allreduce[r.group].edge_bytes > 0}
+    out: dict[int, list[tuple[int, ...]]] = {}
+    for r in default_rings(instance):  # both directions of a group (a dict of one order
+        if instance.allreduce[r.group].edge_bytes > 0:  # each kept only the reverse)
+            orders = out.setdefault(r.group, [])
+            if tuple(r.order) not in orders:
+                orders.append(tuple(r.order))
+    return out
 
 
 def lp_options(options: SolveOptions, tolerance: float | None = 1e-6) -> SolveOptions:

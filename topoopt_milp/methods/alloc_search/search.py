@@ -3,8 +3,8 @@ re-routed objective.
 
 Problem: alloc-milp's (:mod:`..formulations.alloc`): an integer symmetric link matrix ``L``
 with ``sum_j L_ij = d`` and ``L_ij <= cap``, AllReduce rings split over the TotientPerms
-orders (``rings = choose``; ``given``: the instance's default rings, fixed), fractional
-routing, minimising ``T_comm``.
+orders (``rings = choose``; ``given``: the orders of the instance's default rings, both
+directions with a free split), fractional routing, minimising ``T_comm``.
 
 Start. The best-start portfolio (:mod:`.starts`: TotientPerms, TopologyFinder,
 demand-greedy and random expanders, each re-routed by the route LP with free ring shares);
@@ -35,6 +35,14 @@ Acceptance. A candidate becomes the current solution when its exact re-routed ob
 (recomputed from the checked routing) is no worse than the current one (``<=``: plateau
 moves are allowed, at most ``patience`` in a row); the best over the run is returned. After
 an accepted improvement the batch size doubles again (up to the first one).
+
+Large-neighbourhood moves (``lns_size > 0``). At a local optimum of the swaps (no single
+swap of the ``tries`` accepted), up to ``lns_tries`` moves of :mod:`.lns`: the links among
+the ``lns_size`` hottest nodes (by the route LP's arc prices) and their neighbours are
+re-solved by a sub-MILP (alloc-milp's model with every other link fixed, ``lns_time``
+seconds, the current links as its MIP start), its links re-routed and accepted when the
+exact objective improves; the swaps then continue from there. A seed node is not used again
+for the next ``n / 4`` moves.
 
 Restarts. At a local optimum (no single swap of the ``tries`` accepted, or the batch
 builder finds no predicted improvement) the search restarts from the next start of the
@@ -77,8 +85,9 @@ from .. import result_step as _certify
 from ..alloc_alternate.search import Solution
 from ..formulations.ring_lp import in_ring_space
 from ..heuristics.support import heuristic_memory
+from . import lns
 from . import swaps as sw
-from .reroute import RING_MODES, lp_options, reroute, reroute_approx
+from .reroute import RING_MODES, lp_options, reroute, reroute_approx, ring_candidates
 from .starts import (
     BestStartParams,
     Candidate,
@@ -106,9 +115,10 @@ class AllocSearchParams(BestStartParams):
     start_methods: str = knob(SEARCH_STARTS, "alloc-search: cheap start heuristics "
                                              "(comma-separated; expander once per seed).")
     rings: str = knob("choose", "alloc-search: ring space: choose (TotientPerms orders, free "
-                                "split: alloc-milp's), given (the default rings, fixed) or "
-                                "tours (TotientPerms orders plus tours of each topology: any "
-                                "ring order, outside alloc-milp's space).",
+                                "split: alloc-milp's), given (the default rings' two "
+                                "directions, free split) or tours (TotientPerms orders "
+                                "plus tours of each topology: any ring order, outside "
+                                "alloc-milp's space).",
                       choices=(*RING_MODES, "tours"))
     batch: int = knob(0, "alloc-search: swaps in the first batch (0: n / 16).", minimum=0)
     tries: int = knob(3, "alloc-search: single swaps re-routed before a restart.", minimum=1)
@@ -126,6 +136,13 @@ class AllocSearchParams(BestStartParams):
     descent_share: float = knob(0.15, "alloc-search: share of the time limit for the "
                                       "hop-volume descent of the best start (0: none).",
                                 minimum=0, maximum=1.0)
+    lns_size: int = knob(0, "alloc-search: large-neighbourhood moves at a local optimum: "
+                            "free the links among this many hot nodes and their neighbours "
+                            "and re-solve them by a sub-MILP (lns.py; 0: off).", minimum=0)
+    lns_time: float = knob(30.0, "alloc-search: seconds per sub-MILP of a "
+                                 "large-neighbourhood move.", positive=True)
+    lns_tries: int = knob(2, "alloc-search: large-neighbourhood moves tried at a local "
+                             "optimum before a restart.", minimum=1)
     router: str = knob("exact", "alloc-search: re-routing of the moves: exact (the route LP) "
                                 "or approx (route-approx within 1%, warm-started from the "
                                 "nearest routed topology; rings = given only).",
@@ -303,6 +320,47 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
                 return sol
         return None
 
+    tabu: list[int] = []  # recent seeds of the large-neighbourhood moves
+
+    def lns_move() -> Solution | None:
+        """One large-neighbourhood move on the current solution (lns.py): the sub-MILP on
+        the hottest nodes not tried lately, its links re-routed and accepted on the exact
+        objective when it improves."""
+        nonlocal it
+        L = current.topology.links
+        heat = lns.node_heat(L, arc_loads(n, current.routing), current.prices)
+        S, seed = lns.hot_set(L, heat, p.lns_size, tabu)
+        if seed is None:
+            return None
+        tabu.append(seed)
+        del tabu[:-max(1, n // 4)]
+        rings = p.rings if p.rings != "tours" else tour_candidates(
+            instance, L, hint[0], seed=options.seed)
+        rem = left()
+        limit = p.lns_time if rem is None else min(p.lns_time, 0.5 * rem)
+        cands = ring_candidates(instance, rings)
+        for r in current.rings:  # the current rings too: L is then feasible at its objective
+            if r.group in cands and tuple(r.order) not in cands[r.group]:
+                cands[r.group] = [*cands[r.group], tuple(r.order)]
+        try:
+            sub = lns.solve_sub(instance, L, S, cands, cap, lp, limit)
+        except (ValueError, InputError) as exc:
+            traj.append(Step(it, f"lns:{len(S)}", None, False, elapsed(), str(exc)))
+            return None
+        sol, why = None, "no new links"
+        if sub.links is not None and not np.array_equal(sub.links, L):
+            why = "no predicted improvement"
+            if sub.objective_s is not None and \
+                    sub.objective_s < current.objective_s * (1 - PROGRESS):
+                it += 1
+                sol, why = routed(sub.links, p.hop_penalty)
+        ok = sol is not None and sol.objective_s < current.objective_s * (1 - PROGRESS)
+        note = f"{why or ''} sub-MILP {sub.status} {sub.runtime_s:.1f} s " \
+               f"{sub.objective_s if sub.objective_s is not None else '-'}".strip()
+        traj.append(Step(it, f"lns:{len(S)}", None if sol is None else sol.objective_s, ok,
+                         elapsed(), note))
+        return sol if ok else None
+
     while it < p.max_iterations and room():
         D = _exact.demand_matrix(instance, current.rings)
         g = sw.guide(current.topology.links, D, arc_loads(n, current.routing), current.prices,
@@ -342,6 +400,20 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
             banned.add(sw.swap_key(done[0]))
             fails += 1
         if fails < p.tries:
+            continue
+        sol = None
+        for _ in range(p.lns_tries if p.lns_size else 0):  # large-neighbourhood moves
+            if not room():
+                break
+            sol = lns_move()
+            if sol is not None:
+                break
+        if sol is not None:
+            current, fails, plateau, q = sol, 0, 0, q0
+            hint[0] = None if p.rings != "tours" else arc_loads(n, current.routing)
+            banned.clear()
+            if current.objective_s < best.objective_s:
+                best = current
             continue
         nxt = restart()
         if nxt is None:
