@@ -102,6 +102,7 @@ from .. import model_data as _exact
 from ..flow_paths import decompose_flow, flows_by_source
 from ..model_data import expr_value, normalise_shares
 from ..result_step import honest_result, warm_incumbent, warm_topology
+from .ideal_probe import probe as ideal_probe
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
@@ -124,6 +125,10 @@ class AllocMilpParams(LinkParams):
     neighbour_rows: bool = knob(False, "alloc-milp: add the neighbourhood counting rows (a "
                                        "node's d neighbours forward its traffic; "
                                        "formulations/neighbour_rows.py).")
+    probe_ideal: float = knob(0.0, "alloc-milp: share of the time limit for first looking for a "
+                                   "topology at the ideal-switch time (a feasibility MILP; "
+                                   "found: optimal; formulations/ideal_probe.py; 0: off).",
+                              minimum=0, maximum=1)
 
 
 @dataclass(frozen=True)
@@ -374,13 +379,21 @@ def alloc_scope(instance: Instance, options: SolveOptions, parts) -> Scope:
 def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
     """Integer link allocation + fractional routing as a MILP (PuLP; HiGHS or CBC)."""
     t0 = time.perf_counter()
-    prob, parts = build_milp(instance, options)
+    found, note = ideal_probe(instance, options, build_milp)
+    if found is not None:
+        prob, parts, out = found
+    else:
+        prob, parts = build_milp(instance, options)
+        cap = link_cap(instance, options)
+        warm = warm_topology(instance, options, cap)
+        start = None
+        if warm is not None:
+            start = {f"x_{i}_{j}": float(warm.links[i, j])
+                     for i, j in combinations(range(instance.n), 2)}
+        out = throughput_outcome(solve_pulp(prob, options, start))
+        if note:
+            out = replace(out, message="; ".join(x for x in (out.message, note) if x))
     cap = link_cap(instance, options)
-    warm = warm_topology(instance, options, cap)
-    start = None
-    if warm is not None:
-        start = {f"x_{i}_{j}": float(warm.links[i, j]) for i, j in combinations(range(instance.n), 2)}
-    out = throughput_outcome(solve_pulp(prob, options, start))
     runtime = time.perf_counter() - t0
     spu = _exact.seconds_per_unit(instance)
     rings = default_rings(instance) if parts["mode"] == "choose" else fixed_rings(instance, options)
