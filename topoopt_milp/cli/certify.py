@@ -8,10 +8,9 @@ import sys
 
 import click
 
-from ..core import topology_io
 from ..core.errors import InputError
 from . import main
-from .core import TOPOLOGY_FORMAT_HELP, fixed_instance, load_instance
+from .core import fixed_instance, load_instance, topology_format_option
 from .options import cores, jobs_option
 
 
@@ -33,9 +32,7 @@ from .options import cores, jobs_option
               help="Fix this topology (the route problem), as in `solve --topology`: a "
                    "solution file (with or without a routing; its rings too), an edge list "
                    "or GraphML file.")
-@click.option("--topology-format", "topology_fmt",
-              type=click.Choice(list(topology_io.FORMATS)), default=None,
-              help=TOPOLOGY_FORMAT_HELP)
+@topology_format_option
 def certify(instance_path, time_limit, out, fmt, jobs, exact_max_n, seed, topology_path,
             topology_fmt) -> None:
     """Best solution and best bound of INSTANCE within --time-limit seconds.

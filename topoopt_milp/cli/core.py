@@ -109,6 +109,10 @@ TOPOLOGY_FORMAT_HELP = ("Format of the topology file: json (a solution, with or 
                         "routing), edgelist ('i j [count]' lines), graphml (one edge per link) "
                         "[default: by suffix: .edgelist/.edges, .graphml, else json].")
 
+topology_format_option = click.option(
+    "--topology-format", "topology_fmt", type=click.Choice(list(topology_io.FORMATS)),
+    default=None, help=TOPOLOGY_FORMAT_HELP)
+
 
 _KNOB_CLASSES = (SolverParams, *dict.fromkeys(m.params for m in registry.METHODS.values()))
 _OWNERS = {cls: ", ".join(m.name for m in registry.METHODS.values() if m.params is cls)
@@ -126,9 +130,7 @@ _OWNERS = {cls: ", ".join(m.name for m in registry.METHODS.values() if m.params 
               help="Fix this topology (the route problem): a solution file, with or without a "
                    "routing, and its AllReduce rings (orders and shares) unless --rings "
                    "default; or an edge list or GraphML file (see --topology-format).")
-@click.option("--topology-format", "topology_fmt",
-              type=click.Choice(list(topology_io.FORMATS)), default=None,
-              help=TOPOLOGY_FORMAT_HELP)
+@topology_format_option
 @click.option("--warm-start", type=click.Path(dir_okay=False), default=None,
               help="Start exact solvers from this solution.")
 @click.option("--export", "export_path", type=click.Path(dir_okay=False), default=None,
@@ -211,9 +213,7 @@ def _print_metrics(metrics: dict) -> None:
               help="text: summary, metrics and violations; json: {violations, metrics} "
                    "[default: text].")
 @click.option("--json", "old_json", is_flag=True, default=None, hidden=True)
-@click.option("--topology-format", "topology_fmt",
-              type=click.Choice(list(topology_io.FORMATS)), default=None,
-              help=TOPOLOGY_FORMAT_HELP)
+@topology_format_option
 @click.option("--routing", type=click.Choice(["approx", "lp"]), default=None,
               help="Also route FILE's topology (with its own rings, if it has any) "
                    "near-optimally: approx = route-approx, a certified (1+eps)-approximation "
