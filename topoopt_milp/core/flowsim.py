@@ -18,6 +18,17 @@ compare with); only the data layout and the max-min solver differ:
   above this one), so the arc saturates there, and every open class crossing it is frozen at
   that level. This is plain progressive filling, one bottleneck arc at a time, in
   ``O(entries + pops log m)`` per solve instead of a pass over the open entries per round.
+* **Incremental solves** (:func:`_refill`). When flows only *leave* (no class gains flows),
+  let ``r*`` be the lowest old rate of a class that lost flows. Below level ``r*`` the new
+  filling is the old one: the arcs of those classes carry fewer open flows, so their levels
+  are higher and they still do not saturate below ``r*``, and every other arc's level below
+  ``r*`` depends only on classes frozen below ``r*`` (induction over the saturations). So
+  every class of old rate below ``r*`` keeps its rate; the others form a residual problem on
+  the capacity the kept ones leave, and filling it from 0 reaches ``r*`` without a
+  saturation and continues as the full filling would. The residual problem splits into
+  connected components (classes of old rate >= ``r*`` and their arcs), solved
+  independently; only the component of the classes that lost flows is re-filled. A solve
+  from scratch is made whenever a class gains flows and every ``REFRESH`` solves.
 
 Without numba (an environment that cannot install it) the same functions run as plain
 Python: correct, but far slower; :mod:`.simulate` then uses the numpy loop instead.
@@ -162,41 +173,52 @@ def _usage(w, rate, cptr, carc, cmult, used):
 
 
 @njit(cache=True)
-def _refill(w, prev, lowest, cptr, carc, cmult, aptr, acls, cap, rate, used, rem, load,
-            touched, seen, hkey, hval, stamp, ocls, sid, tie):
+def _refill(w, prev, chg, nchg, lowest, cptr, carc, cmult, aptr, acls, cap, rate, used, rem,
+            load, touched, seen, hkey, hval, stamp, ocls, sid, tie):
     """Max-min rates for counts ``w`` from the allocation ``rate`` of counts ``prev`` when
-    flows only left (``w <= prev``), ``lowest`` the lowest old rate of a class that lost
-    flows. Classes whose old rate is below ``lowest`` keep it (proof in the module
-    docstring of :mod:`.flowsim`, "Incremental solves"); the others are re-filled on the
-    capacity the kept ones leave. ``used`` (the old allocation's bandwidth per arc) is
-    updated to the new one. Returns the number of bottleneck arcs."""
-    k = len(w)
+    flows only left (``w <= prev``): ``chg[:nchg]`` the classes that lost flows, ``lowest``
+    the lowest old rate among them. Only the classes connected to them through arcs and
+    classes of old rate at or above ``lowest`` can change (module docstring, "Incremental
+    solves"); they are re-filled on the capacity the others leave. ``used`` (the old
+    allocation's bandwidth per arc) is updated to the new one. Returns the number of
+    bottleneck arcs."""
     thr = lowest * (1 - 1e-9)  # a margin below: reopening more classes is always exact
     nopen = 0
     ntouched = 0
-    for c in range(k):
-        if prev[c] > 0 and rate[c] >= thr:
-            ocls[nopen] = c
-            nopen += 1
-            for e in range(cptr[c], cptr[c + 1]):
-                a = carc[e]
-                if seen[a] != sid:
-                    seen[a] = sid
-                    touched[ntouched] = a
-                    ntouched += 1
-                    rem[a] = cap[a] - used[a]
-                    load[a] = 0.0
-                rem[a] += prev[c] * rate[c] * cmult[e]
-                used[a] -= prev[c] * rate[c] * cmult[e]
-                load[a] += w[c] * cmult[e]
+    for i in range(nchg):
+        c = chg[i]
+        stamp[c] = sid
+        ocls[nopen] = c
+        nopen += 1
+    head = 0
+    while head < nopen:  # breadth-first over the classes of rate >= thr
+        c = ocls[head]
+        head += 1
+        for e in range(cptr[c], cptr[c + 1]):
+            a = carc[e]
+            if seen[a] != sid:
+                seen[a] = sid
+                touched[ntouched] = a
+                ntouched += 1
+                rem[a] = cap[a] - used[a]
+                load[a] = 0.0
+                for f in range(aptr[a], aptr[a + 1]):
+                    d = acls[f]
+                    if stamp[d] != sid and prev[d] > 0 and rate[d] >= thr:
+                        stamp[d] = sid
+                        ocls[nopen] = d
+                        nopen += 1
+            rem[a] += prev[c] * rate[c] * cmult[e]
+            used[a] -= prev[c] * rate[c] * cmult[e]
+            load[a] += w[c] * cmult[e]
     j = 0
     for i in range(nopen):  # classes left without flows get rate 0 and are not filled
         c = ocls[i]
         if w[c] > 0:
-            stamp[c] = sid
             ocls[j] = c
             j += 1
         else:
+            stamp[c] = -1
             rate[c] = 0.0
     pops = _fill(ocls, j, w, cptr, carc, cmult, aptr, acls, rate, rem, load, touched,
                  ntouched, hkey, hval, stamp, sid, tie)
@@ -238,6 +260,7 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
     used = np.zeros(m)
     stamp = np.full(k, -1, dtype=np.int64)
     ocls = np.zeros(k, dtype=np.int64)
+    chg = np.zeros(k, dtype=np.int64)
     sid = 0
     partial = 0
     ring_hit = np.zeros(R, dtype=np.bool_)
@@ -286,19 +309,23 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
             if not same:
                 grew = False
                 lowest = np.inf
+                nchg = 0
                 for c in range(k):
                     if counts[c] > prev[c]:
                         grew = True
                         break
-                    if counts[c] < prev[c] and crate[c] < lowest:
-                        lowest = crate[c]
+                    if counts[c] < prev[c]:
+                        chg[nchg] = c
+                        nchg += 1
+                        if crate[c] < lowest:
+                            lowest = crate[c]
                 sid += 1
                 if grew or solves % REFRESH == 0:
                     rounds += _maxmin(counts, cptr, carc, cmult, aptr, acls, cap, crate, rem,
                                       load, touched, hkey, hval, stamp, ocls, sid, TIE)
                     _usage(counts, crate, cptr, carc, cmult, used)
                 else:
-                    rounds += _refill(counts, prev, lowest, cptr, carc, cmult, aptr, acls, cap,
+                    rounds += _refill(counts, prev, chg, nchg, lowest, cptr, carc, cmult, aptr, acls, cap,
                                       crate, used, rem, load, touched, seen, hkey, hval, stamp,
                                       ocls, sid, TIE)
                     partial += 1
@@ -411,7 +438,8 @@ def refill_rates(paths: list[np.ndarray], prev: np.ndarray, weights: np.ndarray,
         return rate
     used = np.zeros(m)
     _usage(prev, rate, cptr, carc, cmult, used)
-    _refill(w, prev, float(rate[lost].min()), cptr, carc, cmult, aptr, acls, cap, rate, used,
+    chg = np.flatnonzero(lost).astype(np.int64)
+    _refill(w, prev, chg, len(chg), float(rate[lost].min()), cptr, carc, cmult, aptr, acls, cap, rate, used,
             np.zeros(m), np.zeros(m), np.zeros(m, dtype=np.int64), np.full(m, -1, dtype=np.int64),
             np.zeros(m + 1), np.zeros(m + 1, dtype=np.int64), np.full(k, -1, dtype=np.int64),
             np.zeros(k, dtype=np.int64), 1, tie)

@@ -39,14 +39,14 @@ from pathlib import Path
 
 import numpy as np
 
+from . import flowsim
 from .errors import InputError
 from .evaluate import arc_loads, max_path_hops
 from .instance import Instance
-from . import flowsim
 from .maxmin import MaxMin
 from .topology import Routing, Topology
 
-DONE_TOL = flowsim.DONE_TOL  # relative: a flow within this share of the interval of its end has ended
+DONE_TOL = flowsim.DONE_TOL  # relative: a flow this close to its end has ended
 
 
 class SimulationError(InputError):
@@ -266,7 +266,7 @@ def _simulate_compiled(sc: Scenario, trace: bool) -> tuple[float, dict]:
         cptr, carc, cmult, aptr, acls, sc.cap, delay, slot_cls, slot_bytes, slot_owner,
         ring_off, steps, flow_base, trace, issued, ready, ended)
     # every flow ends with all its bytes sent: an arc is busy for its total bytes / capacity
-    cls_bytes = np.bincount(sc.mp_cls, weights=sc.mp_bytes, minlength=len(sc.paths))
+    cls_bytes = np.bincount(sc.mp_cls, weights=sc.mp_bytes, minlength=len(sc.paths)).astype(float)
     for p in sc.rings:
         cls_bytes += np.bincount(p.cls, weights=p.bytes * p.steps, minlength=len(sc.paths))
     arc_bytes = np.zeros(m)
