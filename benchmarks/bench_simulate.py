@@ -13,11 +13,11 @@ times are noisy; CPU seconds are the engine's own). Usage::
 
     python benchmarks/bench_simulate.py [--instances a.json,b.json] [--method M] [--simgrid]
 
-Last run (TF, branch h-sim, max-min rounds on the open entries only, load 0.5-0.7):
-dlrm-n128-d8 24.5 CPU s (7,955 solves, 97,810 rounds), ncf-n128-d4 21.1 CPU s (3,244 solves);
-ncf-n128-d8 still did not finish (stopped by a 500 s timeout). Same simulated times as before
-the change. The 5 CPU s target at n = 128 is not met: the cost is the max-min solves of the
-phase while the MP flows run (one connected component, one solve per event).
+Earlier (numpy loop, load 0.5-0.7): dlrm-n128-d8 24.5 CPU s, ncf-n128-d4 21.1 CPU s,
+ncf-n128-d8 > 500 s (timeout). With the compiled loop (core/flowsim.py, one-off run of the
+same scenario, not this script, load ~8): ncf-n128-d8 TF 36.9 CPU s without latency (85,014
+events, 84,462 solves, 82,961 of them incremental), 23.9 CPU s with 1 us/hop + 5 us/message.
+The 10 CPU s target at n = 128 is not met yet.
 """
 
 from __future__ import annotations

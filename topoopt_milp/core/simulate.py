@@ -39,13 +39,14 @@ from pathlib import Path
 
 import numpy as np
 
+from . import flowsim
 from .errors import InputError
 from .evaluate import arc_loads, max_path_hops
 from .instance import Instance
 from .maxmin import MaxMin
 from .topology import Routing, Topology
 
-DONE_TOL = 1e-9  # relative: a flow within this share of the interval of its end has ended
+DONE_TOL = flowsim.DONE_TOL  # relative: a flow this close to its end has ended
 
 
 class SimulationError(InputError):
@@ -230,8 +231,67 @@ def _ring_plan(instance, r, ring, edge_paths, cls_of) -> list[RingPlan]:
 
 
 # -- the event loop ------------------------------------------------------------------------
-def simulate_scenario(sc: Scenario, trace: bool = False) -> tuple[float, dict]:
+def simulate_scenario(sc: Scenario, trace: bool = False, kernel: str = "auto") -> tuple[float, dict]:
     """Run the event loop; returns the simulated time and the engine's details (end time of
+    every ring and of the MP flows, busy seconds per arc, event, solve and bottleneck counts,
+    and with ``trace`` the rows ``(kind, owner, step, class, bytes, issued, started, ended)``
+    in order of their end).
+
+    ``kernel``: ``compiled`` (:mod:`.flowsim`, numba), ``numpy``
+    (:func:`simulate_scenario_numpy`, the reference) or ``auto`` (compiled where numba is
+    installed). Both play the same events with the same tolerances."""
+    if kernel not in ("auto", "compiled", "numpy"):
+        raise ValueError(f"kernel: expected auto, compiled or numpy, got {kernel!r}")
+    if kernel == "numpy" or (kernel == "auto" and not flowsim.HAVE_NUMBA):
+        return simulate_scenario_numpy(sc, trace)
+    return _simulate_compiled(sc, trace)
+
+
+def _simulate_compiled(sc: Scenario, trace: bool) -> tuple[float, dict]:
+    m, R, M = len(sc.cap), len(sc.rings), len(sc.mp_cls)
+    cptr, carc, cmult, aptr, acls = flowsim.csr_of_paths(sc.paths, m)
+    widths = np.array([len(p.cls) for p in sc.rings], dtype=np.int64)
+    steps = np.array([p.steps for p in sc.rings], dtype=np.int64)
+    ring_off = M + np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+    flow_base = M + np.concatenate([[0], np.cumsum(widths * steps)[:-1]]).astype(np.int64) \
+        if R else np.zeros(0, dtype=np.int64)
+    slot_cls = np.concatenate([sc.mp_cls, *(p.cls for p in sc.rings)]).astype(np.int64)
+    slot_bytes = np.concatenate([sc.mp_bytes, *(p.bytes for p in sc.rings)]).astype(float)
+    slot_owner = np.concatenate([np.full(M, -1, dtype=np.int64),
+                                 np.repeat(np.arange(R, dtype=np.int64), widths)])
+    total = sc.flow_count if trace else 1
+    issued, ready, ended = np.zeros(total), np.zeros(total), np.zeros(total)
+    delay = sc.delay(np.arange(len(sc.paths), dtype=np.int64)).astype(float)
+    t, ring_end, mp_end, events, solves, rounds, partial = flowsim._run(
+        cptr, carc, cmult, aptr, acls, sc.cap, delay, slot_cls, slot_bytes, slot_owner,
+        ring_off, steps, flow_base, trace, issued, ready, ended)
+    # every flow ends with all its bytes sent: an arc is busy for its total bytes / capacity
+    cls_bytes = np.bincount(sc.mp_cls, weights=sc.mp_bytes, minlength=len(sc.paths)).astype(float)
+    for p in sc.rings:
+        cls_bytes += np.bincount(p.cls, weights=p.bytes * p.steps, minlength=len(sc.paths))
+    arc_bytes = np.zeros(m)
+    np.add.at(arc_bytes, carc, np.repeat(cls_bytes, np.diff(cptr)) * cmult)
+    rows = None
+    if trace:
+        rows = [("mp", int(sc.mp_demand[f]), 0, int(sc.mp_cls[f]), float(sc.mp_bytes[f]),
+                 float(issued[f]), float(ready[f]), float(ended[f])) for f in range(M)]
+        for r, p in enumerate(sc.rings):
+            for st in range(p.steps):
+                base = flow_base[r] + st * len(p.cls)
+                rows.extend(("ar", r, st, int(p.cls[q]), float(p.bytes[q]), float(issued[base + q]),
+                             float(ready[base + q]), float(ended[base + q]))
+                            for q in range(len(p.cls)))
+        order = sorted(range(len(rows)), key=lambda i: rows[i][7])
+        rows = [rows[i] for i in order]
+    details = {"ring_end": ring_end, "mp_end": float(mp_end), "busy": arc_bytes / sc.cap,
+               "events": int(events), "rounds": int(rounds), "solves": int(solves),
+               "partial_solves": int(partial), "trace": rows}
+    return float(t), details
+
+
+def simulate_scenario_numpy(sc: Scenario, trace: bool = False) -> tuple[float, dict]:
+    """The reference event loop in numpy (one max-min solve per changed event by
+    :class:`.maxmin.MaxMin`); returns the simulated time and the engine's details (end time of
     every ring and of the MP flows, busy seconds per arc, event and round counts, and with
     ``trace`` the rows ``(flow, kind, owner, step, class, bytes, issued, started, ended)``)."""
     mm = MaxMin(sc.paths, sc.cap)
