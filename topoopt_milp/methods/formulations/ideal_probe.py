@@ -10,8 +10,9 @@ that can never pay off. Measured on the mixed n = 12, d = 4 instance of
 bound 0.0981836 (0.40%), while the feasibility MILP below finds a topology at 0.0981836 s.
 
 The probe (knob ``probe_ideal``, the share of the time limit it may use) solves the same
-model with the row ``lambda >= 1 - g`` (``g`` the MIP gap, at least ``1e-9``): a feasibility
-problem. Any solution it finds has ``lambda >= 1 - g`` while ``lambda <= 1`` holds for every
+model with the row ``lambda >= 1 - g`` (``g`` the MIP gap, at least the result step's
+``OBJ_TOL = 1e-5``, the tolerance at which it accepts an objective as meeting its bound): a
+feasibility problem. Any solution it finds has ``lambda >= 1 - g`` while ``lambda <= 1`` holds for every
 solution of the model (the ideal switch), so the incumbent is optimal within ``g`` -- it is
 returned with status ``optimal``, and :func:`~topoopt_milp.methods.result_step.honest_result`
 re-checks that claim against the routing's evaluated objective and the analytic bound (it
@@ -28,6 +29,7 @@ from dataclasses import replace
 from ...core.backends.pulp_backend import solve_pulp
 from ...core.deadline import Deadline
 from ...core.result import Status
+from ..result_step import OBJ_TOL
 
 
 def probe(instance, options, build):
@@ -40,7 +42,7 @@ def probe(instance, options, build):
     left = options.time_left()
     seconds = None if left is None else share * left
     prob, parts = build(instance, options)
-    gap = max(float(options.solver.mip_gap), 1e-9)
+    gap = max(float(options.solver.mip_gap), OBJ_TOL)
     parts["lam"].lowBound = 1.0 - gap
     sub = options
     if seconds is not None:
