@@ -156,3 +156,21 @@ def test_reproduce_runs_the_portfolio_into_its_store_and_resumes(tmp_path):
     assert runs["run_key"].is_unique
     run_certify([path], store, Certify("x", ("*.json",), 4), jobs=2)
     assert len(load_runs(store)) == len(runs)
+
+
+def test_fixed_topology_report_names_the_scope_that_decides_the_status():
+    """With a fixed topology the status comes from that topology's own bound (a route
+    method's), which the two ring-order lines (bounds over every topology) do not show: the
+    text report gives it a line of its own, so "optimal" never stands beside only a wide gap."""
+    from topoopt_milp.core.scope import ANALYTIC, Features, Scope
+
+    cert = portfolio.Certificate("x", 10.0, fixed_topology=True)
+    cert.best = portfolio.Incumbent(10.0, "route-approx", Features("h", None, 1, True, 1, "r"), "")
+    cert.bounds = [portfolio.Bound(5.0, "analytic", ANALYTIC),
+                   portfolio.Bound(10.0, "route-milp", Scope(topology="fixed", topology_hash="h"))]
+    assert cert.status == "optimal" and cert.gap_pct("any") == pytest.approx(50.0)
+    lines = cert.lines()
+    assert lines[-1] == ("scope fixed topology (the instance's own; decides the status): bound "
+                         "10 s by route-milp; certified gap 0.00%")
+    assert not any("fixed topology" in line
+                   for line in portfolio.Certificate("y", 1.0).lines())

@@ -321,6 +321,12 @@ class Certificate:
                 f"best {inc.objective:.6g} s by {inc.by}"
             gtext = "-" if gap is None else f"{gap:.2f}%"
             out.append(f"scope {rings} ({text}): bound {btext}; {itext}; certified gap {gtext}")
+        # with a fixed topology the status is decided by the bound of that topology (the
+        # route methods'), which the two ring-order scopes above (every topology) do not show
+        cb, cg = self.certified()
+        if self.fixed_topology and cb is not None and cg is not None:
+            out.append(f"scope fixed topology (the instance's own; decides the status): bound "
+                       f"{cb.value:.6g} s by {cb.by}; certified gap {cg:.2f}%")
         for msg in self.invalid:
             out.append(f"invalid bound: {msg}")
         return out
