@@ -10,7 +10,6 @@ import click
 from ..core.check import check_solution
 from ..core.instance import Instance
 from ..core.result import SolutionError, read_solution
-from ..core.simulate import simulate, write_trace
 from . import main
 from .core import _result, _same_instance
 
@@ -41,6 +40,9 @@ def simulate_cmd(instance_path, solution_path, latency, overhead, fmt, engine,
     departure. Prints the simulated communication time, the fluid T_comm of the same
     solution, their ratio, the ring (or MP traffic) that ends last and the busiest arc. The
     solution must pass the independent checker first (exit code 2 otherwise)."""
+    # imported here: the compiled engine loads numba (~0.1 s), which no other command needs
+    from ..core.simulate import simulate, write_trace
+
     instance = Instance.load(instance_path)
     data = read_solution(solution_path)
     solved_on = _same_instance(data, instance, solution_path, instance_path)
