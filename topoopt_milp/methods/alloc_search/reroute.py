@@ -53,9 +53,11 @@ def ring_candidates(instance: Instance, rings: str | Mapping) -> dict:
         return candidate_orders(instance)
     if rings != "given":
         raise ValueError(f"rings: {rings!r} is not one of {', '.join(RING_MODES)}")
+    # both directions of each group are candidates (a dict of one order per group kept
+    # only the reverse)
     out: dict[int, list[tuple[int, ...]]] = {}
-    for r in default_rings(instance):  # both directions of a group (a dict of one order
-        if instance.allreduce[r.group].edge_bytes > 0:  # each kept only the reverse)
+    for r in default_rings(instance):
+        if instance.allreduce[r.group].edge_bytes > 0:
             orders = out.setdefault(r.group, [])
             if tuple(r.order) not in orders:
                 orders.append(tuple(r.order))
