@@ -19,6 +19,7 @@ the solve (started by the caller, e.g. at the start of a ``topoopt-milp`` proces
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from typing import Any
@@ -29,7 +30,7 @@ from .core.deadline import Deadline, load_factor
 from .core.evaluate import evaluate
 from .core.instance import Instance
 from .core.params import ParamError, SolveOptions
-from .core.result import SolveResult, Status, finite_json, solution_dict
+from .core.result import SolveResult, Status, solution_text
 from .core.scope import Features
 from .core.sizes import traffic_counts
 
@@ -115,8 +116,9 @@ def certify_solution(instance: Instance, result: SolveResult) -> SolveResult:
         metrics = evaluate(instance, result.topology, result.routing)
         features = Features.of(instance, result.topology, result.routing)
     result = result.with_(metrics=metrics, features=features)
-    problems = check_solution(instance.to_dict(),
-                              finite_json(solution_dict(result, instance, metrics)))
+    # the checker reads the very text the solution file will hold (written from the same
+    # memo by write_solution), parsed back as any reader of the file would
+    problems = check_solution(instance.to_dict(), json.loads(solution_text(result, instance)))
     if problems:
         log.warning("%s: the checker rejects the solution: %s", result.method, problems[0])
         note = f"checker: {len(problems)} violation(s): " + "; ".join(problems[:5])

@@ -30,6 +30,7 @@ there cannot hide itself here. It lists every violation it finds:
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 
@@ -66,6 +67,16 @@ def _num(x) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _ints(x) -> list:
+    """``x`` (a list) as integers, ``None`` for an entry that is not one (``[]``: not a
+    list); a list of plain ints, what every file holds, is returned as it is."""
+    if not isinstance(x, list):
+        return []
+    if all(type(v) is int for v in x):  # the common case, without a call per entry
+        return x
+    return [_int(v) for v in x]
+
+
 def _list(x) -> list:
     return x if isinstance(x, list) else []
 
@@ -82,13 +93,25 @@ def _non_finite(obj, out: list[str]) -> None:
             stack.extend((v, f"{where}[{k}]") for k, v in enumerate(value))
 
 
+def _all_finite(obj) -> bool:
+    """True when ``obj`` holds no non-finite float: the C JSON encoder refuses NaN and
+    infinities (``allow_nan=False``) at ~10x the speed of the walk in :func:`_non_finite`;
+    anything it cannot encode (not JSON data) is left to the walk."""
+    try:
+        json.dumps(obj, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        return False
+    return True
+
+
 def _unreadable(solution) -> list[str]:
     """What makes ``solution`` unreadable as a whole (not an object, non-finite numbers: at
     most 20); empty when its fields can be checked one by one."""
     if not isinstance(solution, dict):
         return ["solution: expected a JSON object"]
     problems: list[str] = []
-    _non_finite(solution, problems)
+    if not _all_finite(solution):  # only then walk it, to name every non-finite number
+        _non_finite(solution, problems)
     return problems[:20]
 
 
@@ -146,7 +169,7 @@ def check_solution(instance: dict, solution: dict) -> list[str]:
         total = 0.0
         for q, path in enumerate(com["paths"]):
             path = path if isinstance(path, dict) else {}
-            nodes, frac = [_int(x) for x in _list(path.get("nodes"))], _num(path.get("fraction"))
+            nodes, frac = _ints(path.get("nodes")), _num(path.get("fraction"))
             where = f"routing.commodities[{k}].paths[{q}]"
             if frac is None or None in nodes:
                 problems.append(f"{where}: not a path (nodes, fraction)")
