@@ -12,7 +12,7 @@ import pytest
 from topoopt_milp import registry
 from topoopt_milp.core import deadline as dl
 from topoopt_milp.core.deadline import Deadline, allowance, process_started
-from topoopt_milp.core.params import DeadlineExceeded
+from topoopt_milp.core.params import DeadlineExceeded, ParamError
 from topoopt_milp.pipeline import certify_reserve, solve_checked, with_reserve
 from topoopt_milp.workloads import generators
 
@@ -55,9 +55,33 @@ def test_solve_checked_keeps_the_certification_reserve():
 
 
 def test_a_bigger_instance_reserves_more(monkeypatch):
-    monkeypatch.setattr("topoopt_milp.pipeline.load_factor", lambda: 1.0)
+    monkeypatch.setattr("topoopt_milp.core.deadline.load_factor", lambda: 1.0)
     small, big = generators.uniform(16, 4), generators.uniform(128, 4)
-    assert certify_reserve(big) > 5 * certify_reserve(small)
+    # 240 and 16256 commodities: 0.32 s and 1.44 s at load 1
+    assert certify_reserve(big) > 4 * certify_reserve(small)
+    assert certify_reserve(big) == pytest.approx(
+        dl.AFTER_S + dl.AFTER_S_PER_COMMODITY * 128 * 127)
+
+
+def test_a_reserve_beyond_the_allowance_is_refused_up_front(monkeypatch):
+    monkeypatch.setattr("topoopt_milp.core.deadline.load_factor", lambda: 8.0)
+    inst = generators.uniform(128, 4)  # (0.3 + 7e-5 * 16256) * 8 = 11.5 s after the solver
+    m = registry.get("alloc-benders")
+    with pytest.raises(ParamError, match=r"--time-limit 2: cannot be honoured.*give "
+                                         r"--time-limit 7 or more"):
+        with_reserve(inst, m.options({"time_limit": 2}))
+    opts = with_reserve(inst, m.options({"time_limit": 10}))  # 11.5 <= 15: kept back
+    assert opts.deadline.reserve == pytest.approx(certify_reserve(inst))
+
+
+def test_refusal_counts_what_was_spent_before():
+    started = time.perf_counter() - 1.9  # a start-up of 1.9 s
+    assert dl.Deadline(3.0, started).refusal(5.5) is None  # 7.4 <= allowance(3) = 8
+    why = dl.Deadline(3.0, started).refusal(7.0)  # 8.9 > 8; allowance(4) = 9 >= 8.9
+    assert why is not None and why.endswith("give --time-limit 4 or more")
+    # a clock already past its limit is the caller's: the method returns what it has
+    assert dl.Deadline(1.0, time.perf_counter() - 60).refusal(100.0) is None
+
 
 
 @pytest.mark.parametrize("method", ["alloc-milp", "alloc-cpsat", "select-milp"])

@@ -15,7 +15,7 @@ from topoopt_milp.core import deadline as dl
 from topoopt_milp.core.backends.highs_start import fills_in
 from topoopt_milp.core.backends.pulp_backend import pulp_to_matrix, solve_matrix
 from topoopt_milp.core.params import SolveOptions, SolverParams
-from topoopt_milp.pipeline import CERTIFY_S, certify_reserve, with_reserve
+from topoopt_milp.pipeline import certify_reserve, with_reserve
 from topoopt_milp.workloads import generators
 
 
@@ -72,5 +72,5 @@ def test_a_bounds_only_method_keeps_only_the_fixed_reserve():
     inst = generators.sparse(64, 4, pairs=400, seed=1)
     opts = registry.get("lower-bounds").options({"time_limit": 10})
     kept = with_reserve(inst, opts, bounds_only=True).deadline.reserve
-    assert kept == pytest.approx(CERTIFY_S * dl.load_factor(), rel=0.2)
+    assert kept == pytest.approx(dl.after_solver_s(0), rel=0.2)
     assert with_reserve(inst, opts).deadline.reserve >= certify_reserve(inst) * 0.8

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from typing import Any
 
 from . import registry
 from .core.check import check_solution
-from .core.deadline import Deadline, load_factor
+from .core.deadline import Deadline, after_solver_s
 from .core.evaluate import evaluate
 from .core.instance import Instance
 from .core.params import ParamError, SolveOptions
@@ -77,35 +76,33 @@ def solve_checked(instance: Instance, method: str, options: SolveOptions | None 
         instance, method, with_reserve(instance, options, bounds_only)))
 
 
-# Seconds per hop of the routing (load 1) of what follows a solver that stops at the
-# deadline: the method's fallback routing, evaluating, checking and writing the solution;
-# measured 7-10 us per hop at n = 16..128 (bench_time_limits.py, route-milp out of time).
-CERTIFY_S = 0.2
-CERTIFY_S_PER_HOP = 1e-5
-
-
 def certify_reserve(instance: Instance) -> float:
     """Estimated seconds of steps 2-4, writing the solution file and a fallback routing for
-    ``instance``, scaled by the machine's load (:func:`~topoopt_milp.core.deadline.load_factor`).
-
-    The routing is not known before the solve; its hops are estimated as twice the Moore
-    bound on the mean distance, ``ln n / ln(d - 1)``, per commodity (measured: 6.4 hops at
-    n = 64, 8.8 at n = 128, d = 4, against estimates of 7.6 and 8.8)."""
-    commodities = traffic_counts(instance).commodities
-    hops = 2.0 * max(1.0, math.log(max(instance.n, 2)) / math.log(max(instance.degree - 1, 2)))
-    return (CERTIFY_S + CERTIFY_S_PER_HOP * commodities * hops) * load_factor()
+    ``instance``, scaled by the machine's load
+    (:func:`~topoopt_milp.core.deadline.after_solver_s` of its commodities)."""
+    return after_solver_s(traffic_counts(instance).commodities)
 
 
 def with_reserve(instance: Instance, options: SolveOptions,
                  bounds_only: bool = False) -> SolveOptions:
     """``options`` whose deadline (started now if it has none and a time limit is set) keeps
-    :func:`certify_reserve` seconds for certification and writing (only the fixed part,
-    ``CERTIFY_S``, for a ``bounds_only`` method: it returns no routing to check)."""
+    :func:`certify_reserve` seconds for certification and writing (only the fixed part for
+    a ``bounds_only`` method: it returns no routing to check).
+
+    Raises
+    ------
+    ParamError
+        When what was spent before the solver and the reserve already exceed the
+        allowance of the limit (:meth:`~topoopt_milp.core.deadline.Deadline.refusal`).
+    """
     limit = options.solver.time_limit
     if limit is None:
         return options
     deadline = options.deadline or Deadline(float(limit))
-    reserve = CERTIFY_S * load_factor() if bounds_only else certify_reserve(instance)
+    reserve = after_solver_s(0) if bounds_only else certify_reserve(instance)
+    reason = deadline.refusal(reserve)
+    if reason is not None:
+        raise ParamError(f"{instance.name} (n = {instance.n}): {reason}")
     return options.with_(deadline=deadline.keeping(reserve))
 
 

@@ -22,6 +22,7 @@ under load.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -90,6 +91,43 @@ class Deadline:
     def keeping(self, seconds: float) -> Deadline:
         """This deadline with ``seconds`` more kept back at the end."""
         return replace(self, reserve=self.reserve + max(0.0, float(seconds)))
+
+    def refusal(self, after: float, what: str = "--time-limit") -> str | None:
+        """Why this limit cannot be honoured when ``after`` seconds of work must follow the
+        solver, or ``None``. The solver can be given as little as :data:`MIN_BUDGET_S`, but
+        what was spent already and ``after`` cannot be shortened: if they exceed
+        :func:`allowance` the promise is broken whatever the solver does, and the solve is
+        refused before it starts (the message names the smallest limit that would do).
+
+        A clock already past its limit (``spent >= limit``: a caller's clock started long
+        before) is not refused: the promise is broken already, and the method returns at
+        once what it has (its warm start) instead of nothing."""
+        spent, allow = self.spent(), allowance(self.limit)
+        if spent + after <= allow or spent >= self.limit:
+            return None
+        need = spent + after
+        smallest = math.ceil(min(need / 1.2, need - 5.0))  # allowance(smallest) >= need
+        return (f"{what} {self.limit:g}: cannot be honoured: {spent:.1f} s spent before the "
+                f"solver and ~{after:.1f} s needed after it (evaluating, checking and "
+                f"writing the solution, at load x{load_factor():.1f}) exceed the allowance "
+                f"max(1.2 x limit, limit + 5 s) = {allow:g} s; give {what} {smallest} or more")
+
+
+# Seconds (one idle core) of the work after a solver, per commodity of the instance and
+# fixed: the method's fallback routing if it stopped at the deadline, evaluating, the
+# independent checker, writing the file and the process's exit. Measured on route-approx
+# solutions (its many paths per commodity: ~26 path hops each at n = 64..128, the most of
+# any method): 36, 59, 62 us CPU per commodity at n = 32, 64, 128 (1056, 4160, 16512
+# commodities), plus 0.1-0.3 s of exit at n = 128 (bench_time_limits.py).
+AFTER_S = 0.3
+AFTER_S_PER_COMMODITY = 7e-5
+
+
+def after_solver_s(commodities: int) -> float:
+    """Estimated wall seconds of the work after the solver for an instance with
+    ``commodities`` routed commodities (MP pairs plus ring edges): ``(AFTER_S +
+    AFTER_S_PER_COMMODITY * commodities) * load_factor()``."""
+    return (AFTER_S + AFTER_S_PER_COMMODITY * max(0, commodities)) * load_factor()
 
 
 _STARTUP_SLOWDOWN: list[float] = []  # measured by note_startup() in a command-line process
