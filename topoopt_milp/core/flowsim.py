@@ -56,27 +56,7 @@ REFRESH = 1000  # a solve from scratch at least every REFRESH solves (no drift i
 
 
 @njit(cache=True)
-def _heap_push(key, val, size, k, v):
-    i = size
-    key[i] = k
-    val[i] = v
-    while i > 0:
-        p = (i - 1) >> 1
-        if key[p] <= key[i]:
-            break
-        key[p], key[i] = key[i], key[p]
-        val[p], val[i] = val[i], val[p]
-        i = p
-    return size + 1
-
-
-@njit(cache=True)
-def _heap_pop(key, val, size):
-    """Remove the root (read it before the call); returns the new size."""
-    size -= 1
-    key[0] = key[size]
-    val[0] = val[size]
-    i = 0
+def _sift_down(key, val, size, i):
     while True:
         lft = 2 * i + 1
         if lft >= size:
@@ -89,6 +69,15 @@ def _heap_pop(key, val, size):
         key[i], key[j] = key[j], key[i]
         val[i], val[j] = val[j], val[i]
         i = j
+
+
+@njit(cache=True)
+def _heap_pop(key, val, size):
+    """Remove the root (read it before the call); returns the new size."""
+    size -= 1
+    key[0] = key[size]
+    val[0] = val[size]
+    _sift_down(key, val, size, 0)
     return size
 
 
@@ -100,23 +89,29 @@ def _fill(ocls, nopen, w, cptr, carc, cmult, aptr, acls, rate, rem, load, touche
     ``rem`` and whose open flows are ``load`` (set by the caller); writes ``rate`` of the
     open classes. Returns the number of arcs saturated (bottlenecks)."""
     size = 0
-    for i in range(ntouched):
+    for i in range(ntouched):  # heapify in O(ntouched), not one push per arc
         a = touched[i]
         if load[a] > 0:
-            size = _heap_push(hkey, hval, size, max(rem[a], 0.0) / load[a], a)
+            hkey[size] = max(rem[a], 0.0) / load[a]
+            hval[size] = a
+            size += 1
+    for i in range(size // 2 - 1, -1, -1):
+        _sift_down(hkey, hval, size, i)
     for i in range(nopen):
         rate[ocls[i]] = 0.0
     pops = 0
     while size > 0:
         key = hkey[0]
         a = hval[0]
-        size = _heap_pop(hkey, hval, size)
-        if load[a] <= 0:
-            continue  # saturated already, or all its classes frozen elsewhere
-        lvl = max(rem[a], 0.0) / load[a]
-        if lvl > key * (1 + tie):
-            size = _heap_push(hkey, hval, size, lvl, a)
+        if load[a] <= 0:  # saturated already, or all its classes frozen elsewhere
+            size = _heap_pop(hkey, hval, size)
             continue
+        lvl = max(rem[a], 0.0) / load[a]
+        if lvl > key * (1 + tie):  # stale key (levels only rise): re-key the root in place
+            hkey[0] = lvl
+            _sift_down(hkey, hval, size, 0)
+            continue
+        size = _heap_pop(hkey, hval, size)
         pops += 1
         for e in range(aptr[a], aptr[a + 1]):
             c = acls[e]
@@ -230,18 +225,38 @@ def _refill(w, prev, chg, nchg, lowest, cptr, carc, cmult, aptr, acls, cap, rate
 
 
 @njit(cache=True)
+def _touch(c, delta, counts, dirty, ndirty, dflag):
+    """``counts[c] += delta`` and mark ``c`` dirty (its count may differ from the last solve's);
+    returns the new length of the dirty list."""
+    counts[c] += delta
+    if not dflag[c]:
+        dflag[c] = True
+        dirty[ndirty] = c
+        ndirty += 1
+    return ndirty
+
+
+@njit(cache=True)
 def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_owner,
          ring_off, ring_steps, flow_base, trace, issued, ready_out, ended):
     """The event loop (module docstring). ``slot_*``: class, bytes and owner (-1 MP, else the
     ring) of every slot; ``delay``: latency phase per class; ``flow_base[r]``: global id of
     ring ``r``'s first flow (ids ``flow_base[r] + step * width + q``; MP flow ``f`` is id
-    ``f``); with ``trace`` the issue, ready and end times of every flow id are written."""
+    ``f``); with ``trace`` the issue, ready and end times of every flow id are written.
+
+    Per-event bookkeeping is incremental: the live slots sit in two swap-remove lists, the
+    *pending* ones (latency phase, ``rd > t``) and the *active* ones (bandwidth phase); the
+    active flows per class (``counts``) change only when a slot moves between the lists or
+    ends, and the classes whose count changed since the last solve form a dirty list. An
+    event thus costs O(pending + active + dirty) plus its max-min solve, instead of passes
+    over every slot and every class; the events, their order and the solves' inputs are the
+    same as with full passes (the changed classes are handed to the solver sorted, as a scan
+    over the classes would find them)."""
     k = len(cptr) - 1
     m = len(cap)
     S = len(slot_cls)
     R = len(ring_steps)
     n_mp = S if R == 0 else ring_off[0]
-    live = np.zeros(S, dtype=np.bool_)
     rem_b = np.zeros(S)
     rd = np.zeros(S)
     fid = np.zeros(S, dtype=np.int64)
@@ -261,25 +276,34 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
     stamp = np.full(k, -1, dtype=np.int64)
     ocls = np.zeros(k, dtype=np.int64)
     chg = np.zeros(k, dtype=np.int64)
+    dirty = np.zeros(k, dtype=np.int64)
+    dflag = np.zeros(k, dtype=np.bool_)
+    ndirty = 0
+    pend = np.zeros(S, dtype=np.int64)  # live slots in their latency phase
+    npend = 0
+    act = np.zeros(S, dtype=np.int64)  # live slots in their bandwidth phase
+    nact = 0
     sid = 0
     partial = 0
     ring_hit = np.zeros(R, dtype=np.bool_)
     tfin = np.zeros(S)
     for s in range(n_mp):
-        live[s] = True
         rem_b[s] = slot_bytes[s]
         rd[s] = delay[slot_cls[s]]
         fid[s] = s
+        pend[npend] = s
+        npend += 1
         if trace:
             issued[s] = 0.0
             ready_out[s] = rd[s]
     nlive = n_mp
     for r in range(R):
         for s in range(ring_off[r], ring_off[r + 1]):
-            live[s] = True
             rem_b[s] = slot_bytes[s]
             rd[s] = delay[slot_cls[s]]
             fid[s] = flow_base[r] + s - ring_off[r]
+            pend[npend] = s
+            npend += 1
             if trace:
                 issued[fid[s]] = 0.0
                 ready_out[fid[s]] = rd[s]
@@ -292,55 +316,61 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
     solves = 0
     while nlive > 0:
         events += 1
-        nact = 0
-        for c in range(k):
-            counts[c] = 0.0
-        for s in range(S):
-            if live[s] and rd[s] <= t:
-                counts[slot_cls[s]] += 1.0
+        i = 0
+        while i < npend:  # flows whose latency phase is over start sending
+            s = pend[i]
+            if rd[s] <= t:
+                npend -= 1
+                pend[i] = pend[npend]
+                act[nact] = s
                 nact += 1
+                ndirty = _touch(slot_cls[s], 1.0, counts, dirty, ndirty, dflag)
+            else:
+                i += 1
         dt = np.inf
         if nact > 0:
-            same = True
-            for c in range(k):
-                if counts[c] != prev[c]:
-                    same = False
-                    break
-            if not same:
+            if ndirty > 0:
                 grew = False
                 lowest = np.inf
                 nchg = 0
-                for c in range(k):
+                for i in range(ndirty):
+                    c = dirty[i]
+                    dflag[c] = False
                     if counts[c] > prev[c]:
                         grew = True
-                        break
-                    if counts[c] < prev[c]:
+                    elif counts[c] < prev[c]:
                         chg[nchg] = c
                         nchg += 1
                         if crate[c] < lowest:
                             lowest = crate[c]
-                sid += 1
-                if grew or solves % REFRESH == 0:
-                    rounds += _maxmin(counts, cptr, carc, cmult, aptr, acls, cap, crate, rem,
-                                      load, touched, hkey, hval, stamp, ocls, sid, TIE)
-                    _usage(counts, crate, cptr, carc, cmult, used)
-                else:
-                    rounds += _refill(counts, prev, chg, nchg, lowest, cptr, carc, cmult, aptr, acls, cap,
-                                      crate, used, rem, load, touched, seen, hkey, hval, stamp,
-                                      ocls, sid, TIE)
-                    partial += 1
-                solves += 1
-                for c in range(k):
+                if grew or nchg > 0:
+                    if not grew:
+                        chg[:nchg].sort()
+                    sid += 1
+                    if grew or solves % REFRESH == 0:
+                        rounds += _maxmin(counts, cptr, carc, cmult, aptr, acls, cap, crate,
+                                          rem, load, touched, hkey, hval, stamp, ocls, sid, TIE)
+                        _usage(counts, crate, cptr, carc, cmult, used)
+                    else:
+                        rounds += _refill(counts, prev, chg, nchg, lowest, cptr, carc, cmult,
+                                          aptr, acls, cap, crate, used, rem, load, touched,
+                                          seen, hkey, hval, stamp, ocls, sid, TIE)
+                        partial += 1
+                    solves += 1
+                for i in range(ndirty):
+                    c = dirty[i]
                     prev[c] = counts[c]
-            for s in range(S):
-                if live[s] and rd[s] <= t:
-                    tf = rem_b[s] / crate[slot_cls[s]]
-                    tfin[s] = tf
-                    if tf < dt:
-                        dt = tf
+                ndirty = 0
+            for i in range(nact):
+                s = act[i]
+                tf = rem_b[s] / crate[slot_cls[s]]
+                tfin[s] = tf
+                if tf < dt:
+                    dt = tf
         t_next = np.inf
-        for s in range(S):
-            if live[s] and rd[s] > t and rd[s] < t_next:
+        for i in range(npend):
+            s = pend[i]
+            if rd[s] < t_next:
                 t_next = rd[s]
         if t_next - t < dt:
             dt = t_next - t
@@ -348,21 +378,26 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
         any_gone = False
         for r in range(R):
             ring_hit[r] = False
-        for s in range(S):
-            if live[s] and rd[s] <= t:
-                rem_b[s] -= crate[slot_cls[s]] * dt
-                if tfin[s] <= dt * (1 + DONE_TOL):
-                    live[s] = False
-                    nlive -= 1
-                    any_gone = True
-                    if trace:
-                        ended[fid[s]] = t_new
-                    o = slot_owner[s]
-                    if o < 0:
-                        mp_end = t_new
-                    else:
-                        left[o] -= 1
-                        ring_hit[o] = True
+        i = 0
+        while i < nact:
+            s = act[i]
+            rem_b[s] -= crate[slot_cls[s]] * dt
+            if tfin[s] <= dt * (1 + DONE_TOL):
+                nact -= 1
+                act[i] = act[nact]
+                ndirty = _touch(slot_cls[s], -1.0, counts, dirty, ndirty, dflag)
+                nlive -= 1
+                any_gone = True
+                if trace:
+                    ended[fid[s]] = t_new
+                o = slot_owner[s]
+                if o < 0:
+                    mp_end = t_new
+                else:
+                    left[o] -= 1
+                    ring_hit[o] = True
+            else:
+                i += 1
         t = t_new
         if any_gone:
             for r in range(R):
@@ -371,10 +406,11 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
                     if step[r] < ring_steps[r]:
                         width = ring_off[r + 1] - ring_off[r]
                         for s in range(ring_off[r], ring_off[r + 1]):
-                            live[s] = True
                             rem_b[s] = slot_bytes[s]
                             rd[s] = t + delay[slot_cls[s]]
                             fid[s] = flow_base[r] + step[r] * width + s - ring_off[r]
+                            pend[npend] = s
+                            npend += 1
                             if trace:
                                 issued[fid[s]] = t
                                 ready_out[fid[s]] = rd[s]
