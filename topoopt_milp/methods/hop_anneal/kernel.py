@@ -93,6 +93,30 @@ def hop_volume(nbr, deg, D, uniform, R, Rn):
 
 
 @njit(cache=True)
+def _draw(edges):
+    # two distinct link slots, each in a random orientation
+    m = edges.shape[0]
+    i = np.random.randint(m)
+    j = np.random.randint(m - 1)
+    if j >= i:
+        j += 1
+    a, b = edges[i, 0], edges[i, 1]
+    if np.random.random() < 0.5:
+        a, b = b, a
+    c, e = edges[j, 0], edges[j, 1]
+    if np.random.random() < 0.5:
+        c, e = e, c
+    return i, j, a, b, c, e
+
+
+@njit(cache=True)
+def _admissible(M, cap, a, b, c, e):
+    # four distinct nodes, both new pairs below the cap
+    distinct = a != c and a != e and b != c and b != e  # a != b, c != e: they are links
+    return distinct and M[a, c] < cap and M[b, e] < cap
+
+
+@njit(cache=True)
 def _replace(nbr, deg, v, old, new):
     # one occurrence of ``old`` in v's neighbour list becomes ``new``
     for k in range(deg[v]):
@@ -139,17 +163,8 @@ def anneal_chunk(M, nbr, deg, edges, D, uniform, scale, cap, cost, iters, t_from
     temp = t_from
     for _ in range(iters):
         temp *= ratio
-        i = np.random.randint(m)
-        j = np.random.randint(m - 1)
-        if j >= i:
-            j += 1
-        a, b = edges[i, 0], edges[i, 1]
-        if np.random.random() < 0.5:
-            a, b = b, a
-        c, e = edges[j, 0], edges[j, 1]
-        if np.random.random() < 0.5:
-            c, e = e, c
-        if a == c or a == e or b == c or b == e or M[a, c] >= cap or M[b, e] >= cap:
+        i, j, a, b, c, e = _draw(edges)
+        if not _admissible(M, cap, a, b, c, e):
             continue
         _switch(M, nbr, deg, edges, i, j, a, b, c, e)
         new = hop_volume(nbr, deg, D, uniform, R, Rn)
@@ -177,15 +192,8 @@ def sample_rises(M, nbr, deg, edges, D, uniform, scale, cap, cost, tries, R, Rn)
     if m < 2:
         return out[:0]
     for _ in range(tries):
-        i = np.random.randint(m)
-        j = np.random.randint(m - 1)
-        if j >= i:
-            j += 1
-        a, b = edges[i, 0], edges[i, 1]
-        c, e = edges[j, 0], edges[j, 1]
-        if np.random.random() < 0.5:
-            c, e = e, c
-        if a == c or a == e or b == c or b == e or M[a, c] >= cap or M[b, e] >= cap:
+        i, j, a, b, c, e = _draw(edges)
+        if not _admissible(M, cap, a, b, c, e):
             continue
         _switch(M, nbr, deg, edges, i, j, a, b, c, e)
         new = hop_volume(nbr, deg, D, uniform, R, Rn)
