@@ -90,9 +90,8 @@ PHASES = ("heuristic", "heuristic-lp", "bound", "search", "exact", "restricted")
 # never worse than the TotientPerms-order search on the 36 open d = 4 instances
 FREE_RINGS = "tours"
 # the search whose objective is the hop bound (hop-anneal: the average distance on uniform
-# traffic): it runs only on dense traffic (every ordered pair has MP demand), where the hop
-# bound is tight, and leads there. Measured (T = 60 s): alltoall-n128-d8 from 17.8% (old
-# portfolio) to the figures of results/certify.md
+# traffic): it leads on all-to-all traffic (:func:`all_to_all`), where the hop bound is tight
+# (measured: results/certify-alltoall.md); elsewhere it is one more search, in registry order
 HOP_SEARCH = "hop-anneal"
 EXACT_MAX_N = 24  # exact and restricted models run only up to this size
 MIN_RUN_S = 1.0  # a run is not started with less budget than this
@@ -160,8 +159,11 @@ def _variants(spec: MethodSpec, instance: Instance, phase: str) -> list[dict[str
     return out or [{}]
 
 
-def dense(instance: Instance) -> bool:
-    """Whether every ordered pair of distinct nodes has MP demand (all-to-all traffic)."""
+def all_to_all(instance: Instance) -> bool:
+    """Whether the traffic is all-to-all: every ordered pair of distinct nodes has MP demand
+    and no AllReduce group carries bytes."""
+    if any(g.bytes > 0 for g in instance.allreduce):
+        return False
     has = instance.mp_matrix() > 0
     np.fill_diagonal(has, True)
     return bool(has.all())
@@ -170,18 +172,12 @@ def dense(instance: Instance) -> bool:
 def plan(instance: Instance, exact_max_n: int = EXACT_MAX_N,
          methods: dict[str, MethodSpec] | None = None) -> list[Entry]:
     """Every run of the portfolio on ``instance``, in phase order (module docstring); within
-    a phase the models with the widest bound scope first, then registry order.
-    :data:`HOP_SEARCH` runs on :func:`dense` instances only."""
+    a phase the models with the widest bound scope first, then registry order."""
     entries = []
-    is_dense = None
     for spec in (methods or registry.methods()).values():
         phase = phase_of(spec, instance, exact_max_n)
         if phase is None:
             continue
-        if spec.name == HOP_SEARCH:
-            is_dense = dense(instance) if is_dense is None else is_dense
-            if not is_dense:
-                continue
         try:
             sizes.check(spec, instance, spec.options(strict=False))
         except sizes.SizeError as exc:
@@ -203,11 +199,11 @@ def lead_first(entries: list[Entry], instance: Instance, jobs: int,
     """``entries`` with the *lead* search first: with ``jobs >= 2`` above ``exact_max_n``, the
     first search that needs no incumbent (it builds its own starts) is launched at once and
     keeps one slot for the whole budget, while the other slots run the phases in order
-    (module docstring). :data:`HOP_SEARCH`, when planned (dense traffic), is first whatever
+    (module docstring). On :func:`all_to_all` traffic :data:`HOP_SEARCH` is first whatever
     ``jobs`` and ``n``: it builds its own start and returns within its time limit (at most
     ``MOVES_PER_PAIR`` moves per pair, so soon on a small instance)."""
     hop = next((e for e in entries if e.method == HOP_SEARCH), None)
-    if hop is not None:
+    if hop is not None and all_to_all(instance):
         return [hop, *(e for e in entries if e is not hop)]
     if jobs < 2 or instance.n <= exact_max_n:
         return list(entries)
