@@ -61,6 +61,7 @@ BUILTIN = (
     "topoopt_milp.methods.formulations.joint:CPSAT",
     "topoopt_milp.methods.alloc_search.starts:SPEC",
     "topoopt_milp.methods.alloc_search.search:SPEC",
+    "topoopt_milp.methods.hop_anneal.method:SPEC",
 )
 
 

@@ -68,6 +68,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import registry
 from ..core import sizes
 from ..core.evaluate import lower_bound
@@ -87,6 +89,10 @@ PHASES = ("heuristic", "heuristic-lp", "bound", "search", "exact", "restricted")
 # (results/bench_search.md): dlrm-n128-d4 0.0241 s (TotientPerms orders) -> 0.0226 s, and
 # never worse than the TotientPerms-order search on the 36 open d = 4 instances
 FREE_RINGS = "tours"
+# the search whose objective is the hop bound (hop-anneal: the average distance on uniform
+# traffic): it leads on all-to-all traffic (:func:`all_to_all`), where the hop bound is tight
+# (measured: results/certify-alltoall.md); elsewhere it is one more search, in registry order
+HOP_SEARCH = "hop-anneal"
 EXACT_MAX_N = 24  # exact and restricted models run only up to this size
 MIN_RUN_S = 1.0  # a run is not started with less budget than this
 OBJ_TOL = 1e-5  # as the result step's: below it a gap is solver tolerance
@@ -153,6 +159,16 @@ def _variants(spec: MethodSpec, instance: Instance, phase: str) -> list[dict[str
     return out or [{}]
 
 
+def all_to_all(instance: Instance) -> bool:
+    """Whether the traffic is all-to-all: every ordered pair of distinct nodes has MP demand
+    and no AllReduce group carries bytes."""
+    if any(g.bytes > 0 for g in instance.allreduce):
+        return False
+    has = instance.mp_matrix() > 0
+    np.fill_diagonal(has, True)
+    return bool(has.all())
+
+
 def plan(instance: Instance, exact_max_n: int = EXACT_MAX_N,
          methods: dict[str, MethodSpec] | None = None) -> list[Entry]:
     """Every run of the portfolio on ``instance``, in phase order (module docstring); within
@@ -183,7 +199,12 @@ def lead_first(entries: list[Entry], instance: Instance, jobs: int,
     """``entries`` with the *lead* search first: with ``jobs >= 2`` above ``exact_max_n``, the
     first search that needs no incumbent (it builds its own starts) is launched at once and
     keeps one slot for the whole budget, while the other slots run the phases in order
-    (module docstring)."""
+    (module docstring). On :func:`all_to_all` traffic :data:`HOP_SEARCH` is first whatever
+    ``jobs`` and ``n``: it builds its own start and returns within its time limit (at most
+    ``MOVES_PER_PAIR`` moves per pair, so soon on a small instance)."""
+    hop = next((e for e in entries if e.method == HOP_SEARCH), None)
+    if hop is not None and all_to_all(instance):
+        return [hop, *(e for e in entries if e is not hop)]
     if jobs < 2 or instance.n <= exact_max_n:
         return list(entries)
     lead = next((e for e in entries if e.phase == "search" and not e.warm), None)
