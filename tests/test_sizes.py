@@ -100,6 +100,9 @@ def test_default_limit_is_a_share_of_physical_memory(monkeypatch):
     assert 1e8 < sizes.memory_limit() < 1e14
 
 
+CAPPED_HEURISTICS = {"alloc-search": 256, "hop-anneal": 1024}
+
+
 def test_heuristics_are_limited_by_the_instance_cap_only():
     inst = generators.permutation(32, 4, seed=2)
     for name, m in registry.METHODS.items():
@@ -107,8 +110,10 @@ def test_heuristics_are_limited_by_the_instance_cap_only():
         assert est.bytes > 0 or name.startswith("route"), name
         if m.kind == "heuristic":
             assert est.nonzeros is None, name
-            # alloc-search re-routes by an LP per accepted move: its spec caps n (256)
-            assert m.max_n is None or name == "alloc-search", name
+            # the heuristics whose spec caps n, each for a reason of its own: alloc-search
+            # re-routes by an LP per accepted move (256); hop-anneal keeps the n x n hop
+            # matrix and a BFS from every node per move (1024)
+            assert m.max_n == CAPPED_HEURISTICS.get(name), name
 
 
 def test_max_n_travels_with_the_method_spec():
