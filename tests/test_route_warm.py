@@ -158,3 +158,52 @@ def test_alloc_search_with_the_approximate_router():
     assert res.objective <= min(routed) * (1 + 1e-9)
     with pytest.raises(InputError, match="rings = given"):
         registry.solve(inst, "alloc-search", time_limit=2, rings="choose", router="approx")
+
+
+def test_pair_paths_merges_equal_paths_and_keeps_single_ones():
+    """WarmStart.pair_paths against a direct merge: single-path pairs as they are, equal paths
+    of a pair summed, paths without a fraction dropped."""
+    n = 5
+    paths = [(0, 1, [(0, 1), 0.5]), (0, 1, [(0, 2, 1), 0.25]), (0, 1, [(0, 1), 0.25]),
+             (2, 4, [(2, 4), 1.0]), (3, 1, [(3, 2, 1), 0.0]), (3, 1, [(3, 4, 1), 1.0])]
+    ws = WarmStart._from_pairs(n, ((s, t, [p]) for s, t, p in paths), None, None)
+    got = {k: dict(v) for k, v in ws.pair_paths().items()}
+    assert got == {(0, 1): {(0, 1): 0.75, (0, 2, 1): 0.25}, (2, 4): {(2, 4): 1.0},
+                   (3, 1): {(3, 4, 1): 1.0}}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_warm_without_ascent_matches_cold_quality(seed):
+    """The warm path prices without supergradient ascent (paths.WARM_ASCENT = 0): on small
+    random instances its certified gap is within eps, as the cold run on the new topology,
+    and each objective is within 1 / (1 - eps)^2 of the other run's bound (both gaps <= eps)."""
+    from topoopt_milp.methods.route_approx import paths
+
+    assert paths.WARM_ASCENT == 0
+    n, d = 20, 4
+    inst = generators.generate("uniform", n, d, seed=seed)
+    L = random_regular(n, d, seed).links
+    old = registry.solve(inst.with_topology(L), "route-approx")
+    L2 = edge_swap(L, np.random.default_rng(seed))
+    warm = warm_route(inst, L2, old, epsilon=EPS)
+    cold = registry.solve(inst.with_topology(L2), "route-approx", epsilon=EPS)
+    assert "patched problem" in warm.message
+    _verified(inst, L2, warm)
+    assert warm.gap <= EPS and cold.gap <= EPS
+    assert warm.objective <= cold.bound / (1 - EPS) ** 2
+    assert cold.objective <= warm.bound / (1 - EPS) ** 2
+
+
+def test_warm_keys_variant_stays_certified(monkeypatch):
+    """The measured, not kept, variant (paths.WARM_KEYS: the old main path as key path) still
+    returns a checked routing with a valid bound within eps."""
+    from topoopt_milp.methods.route_approx import paths
+
+    monkeypatch.setattr(paths, "WARM_KEYS", True)
+    inst = all_to_all(16, 4)
+    L = random_regular(16, 4, 3).links
+    old = registry.solve(inst.with_topology(L), "route-approx")
+    L2 = edge_swap(L, np.random.default_rng(3))
+    new = warm_route(inst, L2, old, epsilon=EPS)
+    assert "patched problem" in new.message
+    _verified(inst, L2, new)

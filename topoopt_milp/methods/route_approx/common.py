@@ -295,6 +295,7 @@ class Bound:
     def __init__(self, pricer: Pricer, cap: np.ndarray, lb: float, mu: np.ndarray):
         self.pricer, self.cap, self.lb, self.mu = pricer, cap, lb, mu
         self.eta = 1.0
+        self.steps = ASCENT  # supergradient steps per round (a warm start: paths.WARM_ASCENT)
 
     def price(self, alpha: float, mu: np.ndarray, timings: dict):
         t = time.perf_counter()
@@ -310,8 +311,8 @@ class Bound:
                 self.lb, self.mu = lb, point
         if self.lb < best_lb:  # never (the bound only improves); kept as a guard
             self.lb, self.mu = best_lb, best
-        if ASCENT and not self.pricer.sym:
-            self.ascend(ASCENT)
+        if self.steps and not self.pricer.sym:
+            self.ascend(self.steps)
         timings["pricing"] += time.perf_counter() - t
         return dist, pred
 

@@ -171,18 +171,25 @@ class WarmStart:
 
     def pair_paths(self) -> dict[tuple[int, int], tuple]:
         """``{(s, t): ((path, fraction), ...)}`` (equal paths merged, empty ones dropped)."""
-        out: dict[tuple[int, int], dict] = {}
-        nodes, ptr = self.nodes.tolist(), self.ptr.tolist()
-        pair, frac = self.pair.tolist(), self.frac.tolist()
-        n = self.n
-        for j in range(len(pair)):
-            if frac[j] <= 0:
-                continue
-            k = divmod(pair[j], n)
-            p = tuple(nodes[ptr[j]:ptr[j + 1]])
-            d = out.setdefault(k, {})
-            d[p] = d.get(p, 0.0) + frac[j]
-        return {k: tuple(d.items()) for k, d in out.items()}
+        keep = np.flatnonzero(self.frac > 0)
+        order = keep[np.argsort(self.pair[keep], kind="stable")]
+        pair = self.pair[order]
+        first = np.flatnonzero(np.concatenate([[True], pair[1:] != pair[:-1]]))
+        count = np.diff(np.concatenate([first, [len(order)]]))
+        nodes, ptr, frac = self.nodes.tolist(), self.ptr.tolist(), self.frac.tolist()
+        n, out = self.n, {}
+        # most pairs have a single path: no merging (the dict below is for the others)
+        for j, c, k in zip(order[first].tolist(), count.tolist(), pair[first].tolist(),
+                           strict=True):
+            if c == 1:
+                out[divmod(k, n)] = ((tuple(nodes[ptr[j]:ptr[j + 1]]), frac[j]),)
+        for i in np.flatnonzero(count > 1).tolist():
+            d: dict[tuple, float] = {}
+            for j in order[first[i]:first[i] + count[i]].tolist():
+                p = tuple(nodes[ptr[j]:ptr[j + 1]])
+                d[p] = d.get(p, 0.0) + frac[j]
+            out[divmod(int(pair[first[i]]), n)] = tuple(d.items())
+        return out
 
     def info(self) -> dict:
         """The JSON entry for ``SolveResult.info`` (arcs and lengths)."""
