@@ -207,3 +207,19 @@ def test_warm_keys_variant_stays_certified(monkeypatch):
     new = warm_route(inst, L2, old, epsilon=EPS)
     assert "patched problem" in new.message
     _verified(inst, L2, new)
+
+
+@pytest.mark.parametrize("full_pool", [0, 10**9])
+def test_both_first_pool_regimes_stay_certified(monkeypatch, full_pool):
+    """warm.FULL_POOL picks the first pool: the old paths above MIN_FRAC (0) or every
+    surviving old path (10**9); both give a checked routing, a valid bound, gap <= eps."""
+    from topoopt_milp.methods.route_approx import warm as warm_mod
+
+    monkeypatch.setattr(warm_mod, "FULL_POOL", full_pool)
+    inst = generators.generate("dlrm", 16, 4, seed=2)
+    L = random_regular(16, 4, 2).links
+    old = registry.solve(inst.with_topology(L), "route-approx")
+    L2 = edge_swap(L, np.random.default_rng(2))
+    new = warm_route(inst, L2, old, epsilon=EPS)
+    assert "patched problem" in new.message
+    _verified(inst, L2, new)

@@ -81,7 +81,8 @@ from .common import LENGTH_FLOOR, ApproxResult, paths_back
 OPTIMAL_GAP = 1e-6  # as route_approx.method.OPTIMAL_GAP (tests/test_route_warm.py checks)
 MAX_ITER = 1000  # as approx_min_congestion's max_iter
 INFO_KEY = "route_approx"  # SolveResult.info entry with the lengths of the run
-MIN_FRAC = 0.05  # old paths carrying less of their pair do not enter the first pool
+MIN_FRAC = 0.05  # old paths carrying less of their pair do not enter the first pool ...
+FULL_POOL = 4  # ... unless the old routing has at most FULL_POOL paths per arc (surviving)
 DETOURS = 2  # start paths per pair that lost a path (surviving)
 THETAS = (0.15, 0.25, 0.35, 0.5, 0.7, 1.0)  # new-arc lengths tried (resource_lengths)
 
@@ -237,7 +238,17 @@ class WarmStart:
     def surviving(self, n, sources, rows, arc_id):
         """The old paths of pairs with demand whose hops are all arcs of the new topology:
         ``(source index, target, nodes, ptr, fraction)`` (fractions rescaled so that each
-        pair's surviving paths carry what its dropped ones carried too)."""
+        pair's surviving paths carry what its dropped ones carried too). Paths carrying at
+        most ``MIN_FRAC`` of their pair are dropped, unless the old routing has at most
+        ``FULL_POOL`` paths per arc of the new topology: then every surviving path is kept.
+
+        Why the two regimes (n = 128, 3 swaps, warm CPU medians, load 3-8): coopt traffic
+        (384-448 pairs, 3.4-5.4 paths each, 1.5-2.1k paths) needs its small-fraction paths:
+        rr8 bert 13 rounds / 1.95 s with ``MIN_FRAC``, 2-3 rounds / 0.83 s with all paths
+        (0.001: 4 rounds, 1.18 s); rr4 bert 0.39 -> 0.33 s. All-to-all (16k pairs, 23-25k
+        paths) is slower with all of them (rr4 0.49 -> 1.09 s, rr8 0.93 -> 1.86 s: the
+        first master doubles). Either pool is a set of feasible columns; the bound is
+        certified from lengths alone (:mod:`.method`)."""
         if n != self.n:
             raise ValueError(f"warm start: routing of {self.n} nodes, instance of {n}")
         S = len(sources)
@@ -250,7 +261,9 @@ class WarmStart:
         ok = ~bad & (sidx[s] >= 0) & (self.nodes[self.ptr[:-1]] == s)
         ok &= self.nodes[self.ptr[1:] - 1] == t
         ok[ok] &= rows[sidx[s[ok]], t[ok]] > 0
-        keep = np.flatnonzero(ok & (self.frac > MIN_FRAC))
+        m = int(arc_id.max()) + 1
+        least = 0.0 if len(self.pair) <= FULL_POOL * m else MIN_FRAC
+        keep = np.flatnonzero(ok & (self.frac > least))
         ks, ts = sidx[s[keep]], t[keep]
         surv = np.bincount(ks * n + ts, weights=self.frac[keep], minlength=S * n)
         lens = np.diff(self.ptr)[keep]
