@@ -38,7 +38,11 @@ tight); the whole old routing as a fixed base with an empty pool (6-9 rounds, 1.
 one persistent simplex master with columns appended (20-80 s: the master is degenerate);
 PDLP masters (slower, and a cold gap of 14% at its tolerance); extra shortest-path columns
 for the pairs that lost a path (first-master gap 1.0-2.7% instead of 2.3-8%, total time no
-better); interior-point tolerance 1e-4 or 1e-3 (more rounds).
+better); interior-point tolerance 1e-4 or 1e-3 (more rounds). Session of 2026-12-04 (load
+5.5-8.3, 3 swaps): with no ascent on a warm start (:mod:`.paths`, ``WARM_ASCENT``) and the
+whole surviving routing as first pool on coopt traffic (:meth:`WarmStart.surviving`),
+cold/warm 3.28 (rr4, all-to-all), 4.14 (rr4, bert), 2.08 (rr8, all-to-all), 6.10 (rr8,
+bert).
 
 Example (the local-search loop of the certified-gaps helper)::
 
