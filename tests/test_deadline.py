@@ -79,8 +79,11 @@ def test_refusal_counts_what_was_spent_before():
     assert dl.Deadline(3.0, started).refusal(5.5) is None  # 7.4 <= allowance(3) = 8
     why = dl.Deadline(3.0, started).refusal(7.0)  # 8.9 > 8; allowance(4) = 9 >= 8.9
     assert why is not None and why.endswith("give --time-limit 4 or more")
-    # a clock already past its limit is the caller's: the method returns what it has
+    # a clock already past its allowance is the caller's: the method returns what it has
     assert dl.Deadline(1.0, time.perf_counter() - 60).refusal(100.0) is None
+    # a limit below what start-up took is refused, not run past its allowance (issue 20)
+    why = dl.Deadline(0.5, time.perf_counter() - 0.9).refusal(6.0)  # 6.9 > allowance(0.5) = 5.5
+    assert why is not None and why.endswith("give --time-limit 2 or more")
 
 
 

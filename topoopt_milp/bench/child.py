@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .. import registry
+from ..core.deadline import Deadline, note_startup
 from ..core.instance import Instance
 from ..core.params import SolveOptions
 from ..core.result import finite_json
@@ -146,9 +147,15 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+_STOPPED: set[subprocess.Popen] = set()  # runs their caller ended with kill_run
+
+
 def kill_run(proc: subprocess.Popen) -> None:
-    """Kill one run started by :func:`execute` (its whole process group); its record
-    becomes an ``error`` row ("crash: ... killed by signal SIGKILL")."""
+    """Kill one run started by :func:`execute` (its whole process group) because its caller
+    has no more use for it; its record becomes an ``error`` row that says so ("stopped: ended
+    by its caller ..."), not a crash."""
+    with _LIVE_LOCK:
+        _STOPPED.add(proc)
     _kill_group(proc)
 
 
@@ -229,6 +236,12 @@ def execute(task: Task, stop: threading.Event | None = None,
             result = json.loads(lines[-1])
         except json.JSONDecodeError:
             result = None
+    with _LIVE_LOCK:
+        stopped = proc in _STOPPED
+        _STOPPED.discard(proc)
+    if result is None and stopped:
+        return error_record(task, f"stopped: ended by its caller after {wall:.1f} s wall "
+                            "clock, no result", **times)
     if result is None:
         rc = proc.returncode
         how = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
@@ -294,6 +307,13 @@ def child_main(stdin: TextIO, result_out: TextIO) -> int:
             registry.METHODS[m["name"]] = registry.get(m["ref"])
         instance = Instance.from_dict(task["instance"])
         options = registry.get(m["name"]).options(task["params"], seed=int(task["seed"]))
+        if options.solver.time_limit is not None:
+            # the limit counts from this process's start, as a command-line solve's does:
+            # start-up, reading the task and the warm start are inside it, and the pipeline
+            # keeps the work after the solver inside it too (core/deadline.py)
+            note_startup()
+            options = options.with_(deadline=Deadline.since_process_start(
+                options.solver.time_limit))
         if task.get("warm_start_path"):
             from ..core.result import read_solution, result_from_solution
 

@@ -30,8 +30,10 @@ The runs go, in that order, to ``jobs`` worker slots, except the *lead* search
 needs no incumbent starts at once and keeps one slot for the whole budget (the searches need
 the time, ~140 s per run at n = 128; they build their own starts from the same cheap
 heuristics), while the other slots run the phases in order. Each run is a fresh child process
-(:func:`topoopt_milp.bench.child.execute`) with the *remaining* budget as its time limit
-(less a reserve for evaluating and checking its solution) and a hard kill at the absolute end
+(:func:`topoopt_milp.bench.child.execute`) with the *remaining* budget as its time limit,
+counted from the child's own start and holding the work after its solver (the one estimate,
+:func:`topoopt_milp.core.deadline.after_solver_s`, that a command-line solve keeps), and a
+hard kill at the absolute end
 ``max(1.2 T, T + 5) - finish`` (``finish`` for writing the answer), so that the whole call
 returns within ``max(1.2 T, T + 5 s)``. Every child solves through
 :func:`topoopt_milp.pipeline.solve_checked` (so every solution is re-verified by the
@@ -77,6 +79,7 @@ from ..core.instance import Instance
 from ..core.params import SolverParams
 from ..core.scope import ANALYTIC, CERTIFIED_SPACES, Features, Scope, space_features
 from ..core.spec import MethodSpec
+from ..pipeline import certify_reserve
 from .child import Task, execute, kill_run
 from .runner import method_record
 from .store import run_key
@@ -348,6 +351,10 @@ class Certificate:
         if self.fixed_topology and cb is not None and cg is not None:
             out.append(f"scope fixed topology (the instance's own; decides the status): bound "
                        f"{cb.value:.6g} s by {cb.by}; certified gap {cg:.2f}%")
+        for rec in self.records:  # the members that did not hand back a result, and why
+            how = outcome(rec)
+            if how != "returned":
+                out.append(f"run {rec.get('certify_entry') or rec.get('method')}: {how}")
         for msg in self.invalid:
             out.append(f"invalid bound: {msg}")
         return out
@@ -361,9 +368,39 @@ def _gap(inc: Incumbent | None, b: Bound | None) -> float | None:
     return max(0.0, 100.0 * (inc.objective - b.value) / inc.objective)
 
 
+def outcome(rec: dict[str, Any]) -> str:
+    """How a portfolio member ended, in the report's words.
+
+    * ``returned`` -- it handed back a result (``optimal``, ``feasible``, a bound, ...);
+    * ``stopped at the limit: ...`` -- killed at the hard end (``timeout`` of
+      :func:`~topoopt_milp.bench.child.execute`) or ended by the portfolio when the budget
+      was spent;
+    * ``stopped once the gap was closed`` -- ended by the portfolio, its work no longer needed;
+    * ``crashed: <reason>`` -- the child died on its own (an exit code, a signal nobody of
+      ours sent, e.g. the kernel's out-of-memory SIGKILL), with its stderr's last line;
+    * ``failed: <error>`` -- it returned an error (an exception, a solution the checker
+      rejects)."""
+    if rec.get("status") != "error":
+        return "returned"
+    err = str(rec.get("error") or "")
+    if err.startswith("certify: stopped once the gap was closed"):
+        return "stopped once the gap was closed"
+    if err.startswith("timeout: killed after"):
+        return "stopped at the limit: " + err.removeprefix("timeout: ")
+    if err.startswith("certify: stopped at the limit") or err.startswith("stopped:"):
+        return "stopped at the limit"
+    if err.startswith("crash: "):
+        head, _, tail = err.removeprefix("crash: ").partition("; stderr: ")
+        last = tail.strip().splitlines()[-1] if tail.strip() else ""
+        return "crashed: " + head + (f" ({last})" if last else "")
+    return "failed: " + err
+
+
 def _run_summary(rec: dict[str, Any]) -> dict[str, Any]:
-    return {k: rec.get(k) for k in ("method", "status", "objective", "bound", "wall_s",
-                                    "time_limit", "error")}
+    out = {k: rec.get(k) for k in ("method", "status", "objective", "bound", "wall_s",
+                                   "time_limit", "error")}
+    out["outcome"] = outcome(rec)
+    return out
 
 
 def store_record(rec: dict[str, Any]) -> dict[str, Any]:
@@ -383,12 +420,6 @@ def portfolio_run_key(instance_hash: str, entry: Entry, k: int, time_limit: floa
 def hard_end_s(time_limit: float) -> float:
     """The promise: the whole call returns within ``max(1.2 T, T + 5)`` seconds."""
     return max(1.2 * time_limit, time_limit + 5.0)
-
-
-def _check_reserve(instance: Instance) -> float:
-    """Seconds a child needs after its solver for evaluating, checking and writing its
-    solution (the routing's size grows with the pairs, ~n^2)."""
-    return 1.0 + instance.n * instance.n / 10000.0
 
 
 def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
@@ -423,7 +454,9 @@ def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
     t0 = time.monotonic() if started is None else float(started)
     jobs = jobs or os.cpu_count() or 1
     deadline = t0 + float(time_limit)
-    reserve = _check_reserve(instance)
+    # what a child keeps inside its limit for the work after its solver (evaluating,
+    # checking, writing): the one estimate of core/deadline.py, as a command-line solve's
+    reserve = certify_reserve(instance)
     # the parent's last step: collect the killed runs, re-check the kept solutions (about a
     # second per 16k routed pairs on a loaded machine) and write the answer
     finish = 1.5 + instance.n * instance.n / 8000.0
@@ -450,8 +483,11 @@ def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
         return gap is not None and gap <= tol
 
     def launch(k: int, entry: Entry, pool: cf.Executor) -> cf.Future | None:
-        remaining = deadline - time.monotonic() - reserve
-        if remaining < MIN_RUN_S:
+        # the child's limit counts from its own start and holds its start-up and the work
+        # after its solver (bench/child.py): it gets the whole remaining budget, and is not
+        # started when the work after its solver would leave it less than MIN_RUN_S
+        remaining = deadline - time.monotonic()
+        if remaining - reserve < MIN_RUN_S:
             return None
         spec = registry.get(entry.method)
         knobs = {**entry.knobs, "time_limit": round(remaining, 3)}
@@ -546,8 +582,8 @@ def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
                 if rec.get("status") != "error":
                     absorb(kk, entry, rec)
                 else:
-                    rec["error"] = "certify: stopped (gap closed or budget spent); " + str(
-                        rec.get("error"))
+                    why = "once the gap was closed" if closed() else "at the limit"
+                    rec["error"] = f"certify: stopped {why}; " + str(rec.get("error"))
                     if on_record is not None:
                         on_record(store_record(rec))
                     rec["certify_entry"] = entry.label

@@ -99,11 +99,13 @@ class Deadline:
         :func:`allowance` the promise is broken whatever the solver does, and the solve is
         refused before it starts (the message names the smallest limit that would do).
 
-        A clock already past its limit (``spent >= limit``: a caller's clock started long
-        before) is not refused: the promise is broken already, and the method returns at
-        once what it has (its warm start) instead of nothing."""
+        A limit smaller than what was spent already (``--time-limit 0.5`` against a second
+        of start-up) is refused like any other. Only a clock already past its *allowance*
+        (``spent >= allowance``: a caller's clock started long before) is not: the promise
+        is broken already, and the method returns at once what it has (its warm start)
+        instead of nothing."""
         spent, allow = self.spent(), allowance(self.limit)
-        if spent + after <= allow or spent >= self.limit:
+        if spent + after <= allow or spent >= allow:
             return None
         need = spent + after
         smallest = math.ceil(min(need / 1.2, need - 5.0))  # allowance(smallest) >= need

@@ -136,27 +136,34 @@ def traffic_counts(instance: Instance) -> TrafficCounts:
 
 
 def _free_pairs(n: int, mp: np.ndarray, groups: list[np.ndarray]) -> int:
-    """Ordered pairs inside some group, or with MP demand. Disjoint groups (the usual case)
-    are counted arithmetically, ``sum k (k - 1)`` plus the MP pairs outside every group: the
-    list of every pair took 25 s at n = 2000 with two groups of 1000 (4e6 pairs to unique),
-    inside the memory check that runs before each method, i.e. inside its time limit."""
-    label = np.full(n, -1, dtype=np.int64)
-    disjoint = True
-    for k, ms in enumerate(groups):
-        if (label[ms] >= 0).any():
-            disjoint = False
-            break
-        label[ms] = k
+    """Ordered pairs inside some group, or with MP demand, counted without listing them.
+
+    Each node gets the bit mask ``sig`` of the groups it belongs to; ``i != j`` share a group
+    iff ``sig_i & sig_j != 0``. With ``c_s`` nodes of mask ``s``, the pairs inside groups are
+    ``sum_{s & t != 0} c_s c_t - sum_{s != 0} c_s`` (the second term drops ``i = j``), over
+    the distinct masks only; the MP pairs are added when their ends share no group. Listing
+    the pairs took 25 s at n = 2000 (two disjoint groups of 1000) and 300 s CPU at
+    n = 10^4 (two overlapping random groups: 10^8 pairs to unique), inside the memory check
+    that runs before each method, i.e. inside its time limit."""
     codes = np.unique(mp[:, 0] * n + mp[:, 1])
-    if disjoint:
-        s, t = codes // n, codes % n
-        outside = int(((label[s] < 0) | (label[s] != label[t])).sum())
-        return sum(len(ms) * (len(ms) - 1) for ms in groups) + outside
-    free = [codes]
-    for ms in groups:
-        a, b = np.meshgrid(ms, ms)
-        free.append((a * n + b)[a != b])
-    return len(np.unique(np.concatenate(free)))
+    s, t = codes // n, codes % n
+    if len(groups) > 62:  # more groups than bits: list the pairs (rare; small groups)
+        free = [codes[s != t]]
+        for ms in groups:
+            a, b = np.meshgrid(ms, ms)
+            free.append((a * n + b)[a != b])
+        return len(np.unique(np.concatenate(free)))
+    sig = np.zeros(n, dtype=np.int64)
+    for k, ms in enumerate(groups):
+        sig[ms] |= np.int64(1) << k
+    masks, counts = np.unique(sig, return_counts=True)
+    inside = 0
+    for lo in range(0, len(masks), 512):  # rows of the mask x mask table, 512 at a time
+        share = (masks[lo:lo + 512, None] & masks[None, :]) != 0
+        inside += int(counts[lo:lo + 512] @ (share @ counts))
+    inside -= int(counts[masks != 0].sum())
+    outside = int(((sig[s] & sig[t]) == 0).sum())
+    return inside + outside
 
 
 def dense_estimate(instance: Instance) -> Estimate:
