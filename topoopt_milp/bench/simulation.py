@@ -59,7 +59,7 @@ COLUMNS = ["family", "instance", "workload", "n", "degree", "link_gbps", "method
            "mp_sim_ratio", "latency_sim_ratio", "critical", "best_headline_s", "sim_wall_s"]
 
 
-FULL_MAX_N = 16
+FULL_MAX_N = 32
 
 
 def plan_of_simulation(quick: bool) -> dict:
