@@ -29,6 +29,13 @@ compare with); only the data layout and the max-min solver differ:
   connected components (classes of old rate >= ``r*`` and their arcs), solved
   independently; only the component of the classes that lost flows is re-filled. A solve
   from scratch is made whenever a class gains flows and every ``REFRESH`` solves.
+* **Tight refills.** The component is often most of the network (on ncf n = 128, d = 8
+  every arc is saturated, at 1023 distinct levels, and a refill re-saturated a median 569
+  of 1024 arcs). Each refill first tries a smaller set: the classes whose old rate is the
+  highest on an arc it touches (their bottleneck arcs), checked afterwards by the
+  bottleneck characterisation of max-min fairness and undone in favour of the component
+  where the check fails (:func:`_refill`). On that instance this cut the saturations from
+  40.9 M to 27.3 M (9,204 of 82,960 refills fell back) and the CPU time by 13%.
 
 Without numba (an environment that cannot install it) the same functions run as plain
 Python: correct, but far slower; :mod:`.simulate` then uses the numpy loop instead.
