@@ -14,10 +14,14 @@ times are noisy; CPU seconds are the engine's own). Usage::
     python benchmarks/bench_simulate.py [--instances a.json,b.json] [--method M] [--simgrid]
 
 Earlier (numpy loop, load 0.5-0.7): dlrm-n128-d8 24.5 CPU s, ncf-n128-d4 21.1 CPU s,
-ncf-n128-d8 > 500 s (timeout). With the compiled loop (core/flowsim.py, one-off run of the
-same scenario, not this script, load ~8): ncf-n128-d8 TF 36.9 CPU s without latency (85,014
-events, 84,462 solves, 82,961 of them incremental), 23.9 CPU s with 1 us/hop + 5 us/message.
-The 10 CPU s target at n = 128 is not met yet.
+ncf-n128-d8 > 500 s (timeout). With the compiled loop and incremental bookkeeping
+(2026-12-04, this script, load 2-4): every coopt n = 128 instance in <= 0.6 CPU s except
+ncf-n128-d8, 35.2 CPU s (85,013 events, 84,461 max-min solves, 40.9 M saturations).
+With tight refills (core/flowsim.py): ncf-n128-d8 44.0 CPU s at load 8.3 in this script
+(27.3 M saturations, first run after an edit, so numba compiles); one-off runs of the same
+scenario at load ~1-2, compiled code cached: 31.2 CPU s against 35.9 s before. The target
+(seconds) is not met on ncf-n128-d8: all 1024 arcs are saturated at 1023 distinct levels,
+so every one of its 85,012 flow ends changes rates over most of the network.
 """
 
 from __future__ import annotations

@@ -29,8 +29,31 @@ def test_compiled_max_min_and_refill_match_the_numpy_solver(seed):
     w[rng.random(k) < 0.3] -= 1
     w = np.maximum(w, 0)
     want2, _ = MaxMin(paths, cap).rates(w)
-    np.testing.assert_allclose(flowsim.refill_rates(paths, prev, w, cap), want2, rtol=1e-12,
-                               atol=0)
+    for tight in (False, True):
+        got2, _ = flowsim.refill_rates(paths, prev, w, cap, tight=tight)
+        np.testing.assert_allclose(got2, want2, rtol=1e-12, atol=0)
+
+
+def test_tight_refill_matches_a_solve_from_scratch_and_falls_back_when_its_check_fails():
+    """One class loses one flow (an event of the loop) on random networks: the tight refill
+    and the component refill both give the rates of a solve from scratch, and over the
+    cases the tight set both passes its check and fails it (so both branches run)."""
+    rng = np.random.default_rng(7)
+    outcomes = set()
+    for _ in range(300):
+        m, k = int(rng.integers(4, 16)), int(rng.integers(5, 40))
+        paths = _random_paths(rng, m, k)
+        cap = rng.uniform(1, 10, size=m)
+        prev = rng.integers(1, 4, size=k).astype(float)
+        w = prev.copy()
+        w[int(rng.integers(k))] -= 1
+        want, _ = MaxMin(paths, cap).rates(w)
+        for tight in (False, True):
+            got, used = flowsim.refill_rates(paths, prev, w, cap, tight=tight)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+            if tight:
+                outcomes.add(used)
+    assert outcomes == {True, False}
 
 
 @pytest.mark.parametrize("latency,overhead", [(0.0, 0.0), (1e-6, 3e-6)])

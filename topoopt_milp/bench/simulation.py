@@ -22,10 +22,11 @@ Rows are cached in ``simulation.csv``: a re-run simulates only what is missing.
 
 Which instances (:func:`plan_of_simulation`): the quick plan simulates its own subset (the
 n <= 16 instances it runs, with a 5 s alloc-alternate); the full plan those up to
-``n = FULL_MAX_N`` (16 today: the 25 coopt and mixed instances of n = 12 and 16). The exact
-event-driven simulation of an n = 128 instance takes 0.1-30 CPU seconds per solution with
-single-path routing (benchmarks/bench_simulate.py) and more with LP routing, four times per
-solution, on 2 cores shared with other jobs; raise FULL_MAX_N where there is time.
+``n = FULL_MAX_N`` (32: the 49 coopt and mixed instances of n = 12, 16 and 32). Measured
+cost of one instance's rows (six solves, five solutions simulated four times each; load
+3-8 on 2 shared cores): n = 32 21-76 s wall (8-27 CPU s), n = 64 138-346 s wall (32-146
+CPU s, ncf-n64-d8 the slowest: TF+LP's simulations alone 152 s); the 24 instances of n = 64
+would add about 1.5 h to ``reproduce``, those of n = 128 more, so they are left out.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ COLUMNS = ["family", "instance", "workload", "n", "degree", "link_gbps", "method
            "mp_sim_ratio", "latency_sim_ratio", "critical", "best_headline_s", "sim_wall_s"]
 
 
-FULL_MAX_N = 16
+FULL_MAX_N = 32
 
 
 def plan_of_simulation(quick: bool) -> dict:

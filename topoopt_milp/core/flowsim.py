@@ -29,6 +29,13 @@ compare with); only the data layout and the max-min solver differ:
   connected components (classes of old rate >= ``r*`` and their arcs), solved
   independently; only the component of the classes that lost flows is re-filled. A solve
   from scratch is made whenever a class gains flows and every ``REFRESH`` solves.
+* **Tight refills.** The component is often most of the network (on ncf n = 128, d = 8
+  every arc is saturated, at 1023 distinct levels, and a refill re-saturated a median 569
+  of 1024 arcs). Each refill first tries a smaller set: the classes whose old rate is the
+  highest on an arc it touches (their bottleneck arcs), checked afterwards by the
+  bottleneck characterisation of max-min fairness and undone in favour of the component
+  where the check fails (:func:`_refill`). On that instance this cut the saturations from
+  40.9 M to 27.3 M (9,204 of 82,960 refills fell back) and the CPU time by 13%.
 
 Without numba (an environment that cannot install it) the same functions run as plain
 Python: correct, but far slower; :mod:`.simulate` then uses the numpy loop instead.
@@ -83,11 +90,12 @@ def _heap_pop(key, val, size):
 
 @njit(cache=True)
 def _fill(ocls, nopen, w, cptr, carc, cmult, aptr, acls, rate, rem, load, touched, ntouched,
-          hkey, hval, stamp, sid, tie):
+          hkey, hval, stamp, sid, tie, poparc, poplvl):
     """Progressive filling of the open classes ``ocls[:nopen]`` (``w`` flows each; marked
     ``stamp[c] == sid``) on the arcs ``touched[:ntouched]``, whose capacity left for them is
     ``rem`` and whose open flows are ``load`` (set by the caller); writes ``rate`` of the
-    open classes. Returns the number of arcs saturated (bottlenecks)."""
+    open classes, and the saturated arcs in order with their levels to ``poparc, poplvl``.
+    Returns the number of arcs saturated (bottlenecks)."""
     size = 0
     for i in range(ntouched):  # heapify in O(ntouched), not one push per arc
         a = touched[i]
@@ -112,6 +120,8 @@ def _fill(ocls, nopen, w, cptr, carc, cmult, aptr, acls, rate, rem, load, touche
             _sift_down(hkey, hval, size, 0)
             continue
         size = _heap_pop(hkey, hval, size)
+        poparc[pops] = a
+        poplvl[pops] = lvl
         pops += 1
         for e in range(aptr[a], aptr[a + 1]):
             c = acls[e]
@@ -132,12 +142,12 @@ def _fill(ocls, nopen, w, cptr, carc, cmult, aptr, acls, rate, rem, load, touche
 
 @njit(cache=True)
 def _maxmin(w, cptr, carc, cmult, aptr, acls, cap, rate, rem, load, touched, hkey, hval,
-            stamp, ocls, sid, tie):
+            stamp, ocls, sid, tie, poparc, poplvl):
     """Max-min fair per-flow rate of every class (``rate``, 0 for classes with ``w == 0``)
     for ``w`` flows per class, from scratch: every class with flows is open, every arc has
     its full capacity. Work arrays: ``rem, load, touched`` (``m``), heap ``hkey, hval``
-    (``m + 1``), ``stamp, ocls`` (``k``); ``sid`` a stamp not used before. Returns the
-    number of bottleneck arcs."""
+    (``m + 1``), ``stamp, ocls`` (``k``), ``poparc, poplvl`` (``m``); ``sid`` a stamp not
+    used before. Returns the number of bottleneck arcs."""
     k = len(w)
     m = len(cap)
     nopen = 0
@@ -154,7 +164,7 @@ def _maxmin(w, cptr, carc, cmult, aptr, acls, cap, rate, rem, load, touched, hke
             for e in range(cptr[c], cptr[c + 1]):
                 load[carc[e]] += w[c] * cmult[e]
     return _fill(ocls, nopen, w, cptr, carc, cmult, aptr, acls, rate, rem, load, touched, m,
-                 hkey, hval, stamp, sid, tie)
+                 hkey, hval, stamp, sid, tie, poparc, poplvl)
 
 
 @njit(cache=True)
@@ -169,14 +179,31 @@ def _usage(w, rate, cptr, carc, cmult, used):
 
 @njit(cache=True)
 def _refill(w, prev, chg, nchg, lowest, cptr, carc, cmult, aptr, acls, cap, rate, used, rem,
-            load, touched, seen, hkey, hval, stamp, ocls, sid, tie):
+            load, touched, seen, hkey, hval, stamp, ocls, sid, tie, poparc, poplvl, tight, ins,
+            scls, srate, sused):
     """Max-min rates for counts ``w`` from the allocation ``rate`` of counts ``prev`` when
     flows only left (``w <= prev``): ``chg[:nchg]`` the classes that lost flows, ``lowest``
-    the lowest old rate among them. Only the classes connected to them through arcs and
-    classes of old rate at or above ``lowest`` can change (module docstring, "Incremental
-    solves"); they are re-filled on the capacity the others leave. ``used`` (the old
-    allocation's bandwidth per arc) is updated to the new one. Returns the number of
-    bottleneck arcs."""
+    the lowest old rate among them. ``used`` (the old allocation's bandwidth per arc) is
+    updated to the new one. Returns the number of bottleneck arcs, or -1 when a ``tight``
+    refill fails its check (``rate`` and ``used`` are then restored).
+
+    The classes re-filled (the set ``S``; all others keep their rates, and ``S`` is filled
+    on the capacity they leave) are found breadth-first from ``chg`` over the arcs of the
+    classes in ``S``:
+
+    * ``tight=False``: every class of old rate at or above ``lowest`` on such an arc (the
+      connected component of the module docstring, "Incremental solves"): always exact.
+    * ``tight=True``: only the classes whose old rate is the highest on such an arc (every
+      class whose bottleneck arc is touched; scratch ``ins, scls, srate`` (``k``) and
+      ``sused`` (``m``) keep what a failure restores). The result is then checked with the
+      bottleneck characterisation of max-min fairness (Bertsekas and Gallager, *Data
+      Networks*, 6.5.2: a feasible allocation is max-min fair iff every flow crosses a
+      saturated arc on which no flow has a higher rate). Classes outside ``S`` keep their
+      bottleneck arcs (untouched: no class of ``S`` crosses them, so their load and rates
+      are as before); classes of ``S`` are frozen at the arcs the filling saturates, at a
+      level no other class of ``S`` there exceeds; so the allocation is max-min fair iff no
+      class outside ``S`` has a rate above the level of a saturated arc it crosses. If one
+      has, the refill is undone and the caller falls back to ``tight=False``."""
     thr = lowest * (1 - 1e-9)  # a margin below: reopening more classes is always exact
     nopen = 0
     ntouched = 0
@@ -184,6 +211,10 @@ def _refill(w, prev, chg, nchg, lowest, cptr, carc, cmult, aptr, acls, cap, rate
         c = chg[i]
         stamp[c] = sid
         ocls[nopen] = c
+        if tight:
+            ins[c] = sid
+            scls[nopen] = c
+            srate[nopen] = rate[c]
         nopen += 1
     head = 0
     while head < nopen:  # breadth-first over the classes of rate >= thr
@@ -194,18 +225,33 @@ def _refill(w, prev, chg, nchg, lowest, cptr, carc, cmult, aptr, acls, cap, rate
             if seen[a] != sid:
                 seen[a] = sid
                 touched[ntouched] = a
+                if tight:
+                    sused[ntouched] = used[a]
                 ntouched += 1
                 rem[a] = cap[a] - used[a]
                 load[a] = 0.0
+                bar = thr
+                if tight:  # the highest old rate on the arc (its bottlenecked classes)
+                    top = 0.0
+                    for f in range(aptr[a], aptr[a + 1]):
+                        d = acls[f]
+                        if prev[d] > 0 and rate[d] > top:
+                            top = rate[d]
+                    bar = max(thr, top * (1 - 1e-9))
                 for f in range(aptr[a], aptr[a + 1]):
                     d = acls[f]
-                    if stamp[d] != sid and prev[d] > 0 and rate[d] >= thr:
+                    if stamp[d] != sid and prev[d] > 0 and rate[d] >= bar:
                         stamp[d] = sid
                         ocls[nopen] = d
+                        if tight:
+                            ins[d] = sid
+                            scls[nopen] = d
+                            srate[nopen] = rate[d]
                         nopen += 1
             rem[a] += prev[c] * rate[c] * cmult[e]
             used[a] -= prev[c] * rate[c] * cmult[e]
             load[a] += w[c] * cmult[e]
+    nset = nopen
     j = 0
     for i in range(nopen):  # classes left without flows get rate 0 and are not filled
         c = ocls[i]
@@ -216,7 +262,19 @@ def _refill(w, prev, chg, nchg, lowest, cptr, carc, cmult, aptr, acls, cap, rate
             stamp[c] = -1
             rate[c] = 0.0
     pops = _fill(ocls, j, w, cptr, carc, cmult, aptr, acls, rate, rem, load, touched,
-                 ntouched, hkey, hval, stamp, sid, tie)
+                 ntouched, hkey, hval, stamp, sid, tie, poparc, poplvl)
+    if tight:
+        for i in range(pops):
+            a = poparc[i]
+            bound = poplvl[i] * (1 + tie)
+            for f in range(aptr[a], aptr[a + 1]):
+                d = acls[f]
+                if ins[d] != sid and w[d] > 0 and rate[d] > bound:
+                    for q in range(nset):
+                        rate[scls[q]] = srate[q]
+                    for q in range(ntouched):
+                        used[touched[q]] = sused[q]
+                    return -1
     for i in range(j):
         c = ocls[i]
         for e in range(cptr[c], cptr[c + 1]):
@@ -285,6 +343,13 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
     nact = 0
     sid = 0
     partial = 0
+    poparc = np.zeros(m, dtype=np.int64)
+    poplvl = np.zeros(m)
+    ins = np.full(k, -1, dtype=np.int64)
+    scls = np.zeros(k, dtype=np.int64)
+    srate = np.zeros(k)
+    sused = np.zeros(m)
+    fallbacks = 0
     ring_hit = np.zeros(R, dtype=np.bool_)
     tfin = np.zeros(S)
     for s in range(n_mp):
@@ -349,12 +414,22 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
                     sid += 1
                     if grew or solves % REFRESH == 0:
                         rounds += _maxmin(counts, cptr, carc, cmult, aptr, acls, cap, crate,
-                                          rem, load, touched, hkey, hval, stamp, ocls, sid, TIE)
+                                          rem, load, touched, hkey, hval, stamp, ocls, sid, TIE,
+                                          poparc, poplvl)
                         _usage(counts, crate, cptr, carc, cmult, used)
                     else:
-                        rounds += _refill(counts, prev, chg, nchg, lowest, cptr, carc, cmult,
+                        got = _refill(counts, prev, chg, nchg, lowest, cptr, carc, cmult,
+                                      aptr, acls, cap, crate, used, rem, load, touched, seen,
+                                      hkey, hval, stamp, ocls, sid, TIE, poparc, poplvl, True,
+                                      ins, scls, srate, sused)
+                        if got < 0:  # the tight set did not pass its check
+                            fallbacks += 1
+                            sid += 1
+                            got = _refill(counts, prev, chg, nchg, lowest, cptr, carc, cmult,
                                           aptr, acls, cap, crate, used, rem, load, touched,
-                                          seen, hkey, hval, stamp, ocls, sid, TIE)
+                                          seen, hkey, hval, stamp, ocls, sid, TIE, poparc,
+                                          poplvl, False, ins, scls, srate, sused)
+                        rounds += got
                         partial += 1
                     solves += 1
                 for i in range(ndirty):
@@ -418,7 +493,7 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
                         nlive += width
                     else:
                         ring_end[r] = t
-    return t, ring_end, mp_end, events, solves, rounds, partial
+    return t, ring_end, mp_end, events, solves, rounds, partial, fallbacks
 
 
 def csr_of_paths(paths: list[np.ndarray], m: int):
@@ -453,14 +528,16 @@ def maxmin_rates(paths: list[np.ndarray], weights: np.ndarray, cap: np.ndarray,
     pops = _maxmin(np.asarray(weights, dtype=float), cptr, carc, cmult, aptr, acls, cap, rate,
                    np.zeros(m), np.zeros(m), np.zeros(m, dtype=np.int64), np.zeros(m + 1),
                    np.zeros(m + 1, dtype=np.int64), np.full(k, -1, dtype=np.int64),
-                   np.zeros(k, dtype=np.int64), 0, tie)
+                   np.zeros(k, dtype=np.int64), 0, tie, np.zeros(m, dtype=np.int64), np.zeros(m))
     return rate, int(pops)
 
 
 def refill_rates(paths: list[np.ndarray], prev: np.ndarray, weights: np.ndarray,
-                 cap: np.ndarray, tie: float = TIE) -> np.ndarray:
+                 cap: np.ndarray, tie: float = TIE, tight: bool = True) -> tuple[np.ndarray, bool]:
     """The max-min rates for ``weights`` computed incrementally (:func:`_refill`) from the
-    rates for ``prev`` (``weights <= prev``); for the tests."""
+    rates for ``prev`` (``weights <= prev``), as the event loop does: with ``tight`` the
+    tight set first and the connected component where its check fails; returns the rates
+    and whether the tight set was used. For the tests."""
     cap = np.asarray(cap, dtype=float)
     m, k = len(cap), len(paths)
     prev = np.asarray(prev, dtype=float)
@@ -471,12 +548,23 @@ def refill_rates(paths: list[np.ndarray], prev: np.ndarray, weights: np.ndarray,
     rate, _ = maxmin_rates(paths, prev, cap, tie)
     lost = w < prev
     if not lost.any():
-        return rate
+        return rate, False
     used = np.zeros(m)
     _usage(prev, rate, cptr, carc, cmult, used)
     chg = np.flatnonzero(lost).astype(np.int64)
-    _refill(w, prev, chg, len(chg), float(rate[lost].min()), cptr, carc, cmult, aptr, acls, cap, rate, used,
-            np.zeros(m), np.zeros(m), np.zeros(m, dtype=np.int64), np.full(m, -1, dtype=np.int64),
+    work = (np.zeros(m), np.zeros(m), np.zeros(m, dtype=np.int64), np.full(m, -1, dtype=np.int64),
             np.zeros(m + 1), np.zeros(m + 1, dtype=np.int64), np.full(k, -1, dtype=np.int64),
-            np.zeros(k, dtype=np.int64), 1, tie)
-    return rate
+            np.zeros(k, dtype=np.int64))
+    extra = (np.zeros(m, dtype=np.int64), np.zeros(m))
+    scratch = (np.full(k, -1, dtype=np.int64), np.zeros(k, dtype=np.int64), np.zeros(k),
+               np.zeros(m))
+    lowest = float(rate[lost].min())
+    used_tight = False
+    if tight:
+        got = _refill(w, prev, chg, len(chg), lowest, cptr, carc, cmult, aptr, acls, cap, rate,
+                      used, *work, 1, tie, *extra, True, *scratch)
+        used_tight = got >= 0
+    if not used_tight:
+        _refill(w, prev, chg, len(chg), lowest, cptr, carc, cmult, aptr, acls, cap, rate,
+                used, *work, 2, tie, *extra, False, *scratch)
+    return rate, used_tight
