@@ -194,19 +194,24 @@ def test_warm_without_ascent_matches_cold_quality(seed):
     assert cold.objective <= warm.bound / (1 - EPS) ** 2
 
 
+def _warm_after_one_swap(inst, seed):
+    """Route a random 4-regular topology cold, swap one edge pair, re-route warm: the warm
+    path is taken and its routing passes the checker with a valid bound within eps."""
+    L = random_regular(16, 4, seed).links
+    old = registry.solve(inst.with_topology(L), "route-approx")
+    L2 = edge_swap(L, np.random.default_rng(seed))
+    new = warm_route(inst, L2, old, epsilon=EPS)
+    assert "patched problem" in new.message
+    _verified(inst, L2, new)
+
+
 def test_warm_keys_variant_stays_certified(monkeypatch):
     """The measured, not kept, variant (paths.WARM_KEYS: the old main path as key path) still
     returns a checked routing with a valid bound within eps."""
     from topoopt_milp.methods.route_approx import paths
 
     monkeypatch.setattr(paths, "WARM_KEYS", True)
-    inst = all_to_all(16, 4)
-    L = random_regular(16, 4, 3).links
-    old = registry.solve(inst.with_topology(L), "route-approx")
-    L2 = edge_swap(L, np.random.default_rng(3))
-    new = warm_route(inst, L2, old, epsilon=EPS)
-    assert "patched problem" in new.message
-    _verified(inst, L2, new)
+    _warm_after_one_swap(all_to_all(16, 4), seed=3)
 
 
 @pytest.mark.parametrize("full_pool", [0, 10**9])
@@ -216,10 +221,4 @@ def test_both_first_pool_regimes_stay_certified(monkeypatch, full_pool):
     from topoopt_milp.methods.route_approx import warm as warm_mod
 
     monkeypatch.setattr(warm_mod, "FULL_POOL", full_pool)
-    inst = generators.generate("dlrm", 16, 4, seed=2)
-    L = random_regular(16, 4, 2).links
-    old = registry.solve(inst.with_topology(L), "route-approx")
-    L2 = edge_swap(L, np.random.default_rng(2))
-    new = warm_route(inst, L2, old, epsilon=EPS)
-    assert "patched problem" in new.message
-    _verified(inst, L2, new)
+    _warm_after_one_swap(generators.generate("dlrm", 16, 4, seed=2), seed=2)
