@@ -81,6 +81,7 @@ from ..core.scope import ANALYTIC, CERTIFIED_SPACES, Features, Scope, space_feat
 from ..core.spec import MethodSpec
 from ..pipeline import certify_reserve
 from .child import Task, execute, kill_run
+from .member_outcome import outcome
 from .runner import method_record
 from .store import run_key
 
@@ -366,34 +367,6 @@ def _gap(inc: Incumbent | None, b: Bound | None) -> float | None:
     if inc.objective <= 0:
         return 0.0
     return max(0.0, 100.0 * (inc.objective - b.value) / inc.objective)
-
-
-def outcome(rec: dict[str, Any]) -> str:
-    """How a portfolio member ended, in the report's words.
-
-    * ``returned`` -- it handed back a result (``optimal``, ``feasible``, a bound, ...);
-    * ``stopped at the limit: ...`` -- killed at the hard end (``timeout`` of
-      :func:`~topoopt_milp.bench.child.execute`) or ended by the portfolio when the budget
-      was spent;
-    * ``stopped once the gap was closed`` -- ended by the portfolio, its work no longer needed;
-    * ``crashed: <reason>`` -- the child died on its own (an exit code, a signal nobody of
-      ours sent, e.g. the kernel's out-of-memory SIGKILL), with its stderr's last line;
-    * ``failed: <error>`` -- it returned an error (an exception, a solution the checker
-      rejects)."""
-    if rec.get("status") != "error":
-        return "returned"
-    err = str(rec.get("error") or "")
-    if err.startswith("certify: stopped once the gap was closed"):
-        return "stopped once the gap was closed"
-    if err.startswith("timeout: killed after"):
-        return "stopped at the limit: " + err.removeprefix("timeout: ")
-    if err.startswith("certify: stopped at the limit") or err.startswith("stopped:"):
-        return "stopped at the limit"
-    if err.startswith("crash: "):
-        head, _, tail = err.removeprefix("crash: ").partition("; stderr: ")
-        last = tail.strip().splitlines()[-1] if tail.strip() else ""
-        return "crashed: " + head + (f" ({last})" if last else "")
-    return "failed: " + err
 
 
 def _run_summary(rec: dict[str, Any]) -> dict[str, Any]:
