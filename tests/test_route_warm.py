@@ -205,15 +205,6 @@ def _warm_after_one_swap(inst, seed):
     _verified(inst, L2, new)
 
 
-def test_warm_keys_variant_stays_certified(monkeypatch):
-    """The measured, not kept, variant (paths.WARM_KEYS: the old main path as key path) still
-    returns a checked routing with a valid bound within eps."""
-    from topoopt_milp.methods.route_approx import paths
-
-    monkeypatch.setattr(paths, "WARM_KEYS", True)
-    _warm_after_one_swap(all_to_all(16, 4), seed=3)
-
-
 @pytest.mark.parametrize("full_pool", [0, 10**9])
 def test_both_first_pool_regimes_stay_certified(monkeypatch, full_pool):
     """warm.FULL_POOL picks the first pool: the old paths above MIN_FRAC (0) or every

@@ -34,8 +34,8 @@ runs were a third of a warm call's pricing and masters (n = 128, random 4-regula
 all-to-all, 3 swaps: warm CPU median 0.39 s without against 0.56 s with 8 steps). Skipping
 it only forgoes a possible increase of the bound; every evaluated bound is certified. Tried
 and not kept: the old routing's main surviving path as each pair's key path
-(:func:`warm_keys`, ``WARM_KEYS``): smaller first masters but 4-5 rounds instead of 2-3,
-warm CPU median 0.73 against 0.57 s.
+(a variant measured on 2026-12-04, docs/route_approx.md): smaller first masters but 4-5
+rounds instead of 2-3, warm CPU median 0.73 against 0.57 s.
 """
 
 from __future__ import annotations
@@ -65,7 +65,6 @@ AGE = 3  # masters a column may stay unused before it leaves the pool
 STALL = 5  # rounds without progress of incumbent or bound that switch pruning off
 SECOND = True
 WARM_ASCENT = 0  # supergradient steps per round of a warm start (Bound.ascend; module doc)
-WARM_KEYS = False  # a warm start's main surviving paths are the key paths (warm_keys)
 REBASE = 1e-3  # a column carrying more than 1 - REBASE of its pair becomes the pair's key path
 
 
@@ -159,30 +158,6 @@ def _rebase(pool: _Pool, x, knodes, kptr, pidx, n):
     return pool.take(np.flatnonzero(keep)), knodes, kptr, q
 
 
-def warm_keys(surv, pidx, knodes, kptr, n):
-    """Key paths of a warm start: every pair with a surviving old path takes the one with the
-    largest old fraction as its key path (``surv`` = :meth:`.warm.WarmStart.surviving`).
-
-    Why: after an edge swap most pairs keep their old routing, and about half of them send
-    it on one path; with that path as the key path such a pair costs the first master
-    neither a column nor a convexity row (the effect :func:`_rebase` has after the first
-    masters of a cold run). The base routing is still one path per pair (the start routing
-    is feasible), and the bound is certified from lengths alone (:mod:`.method`), so the
-    certificate is unchanged. Returns the key nodes, pointers and the pairs whose key moved."""
-    ks, ts, nodes, ptr, frac = surv
-    if len(ks) == 0:
-        return knodes, kptr, np.zeros(0, np.int64)
-    q = pidx[ks * n + ts]
-    order = np.lexsort((-frac, q))
-    pairs, first = np.unique(q[order], return_index=True)
-    best = order[first]
-    seg = np.arange(len(kptr) - 1)
-    seg[pairs] = len(kptr) - 1 + best
-    knodes, kptr = _take(np.concatenate([knodes, nodes]),
-                         np.concatenate([kptr, kptr[-1] + ptr[1:]]), seg)
-    return knodes, kptr, pairs
-
-
 def _master(pool: _Pool, base, cap, n) -> highspy.Highs:
     """The restricted master of ``pool`` (column 0 is ``U``)."""
     R, C = len(cap), len(pool)
@@ -238,10 +213,6 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
     pidx = np.full(S * n, -1, np.int64)
     pidx[kk * n + tt] = np.arange(len(kk))
     rebased = np.zeros(len(kk), bool)  # pairs whose key path is no longer their tree path
-    if warm is not None and WARM_KEYS:  # the old routing's main path is the key path (.warm)
-        surv = warm.surviving(n, sources, rows, arc_id)
-        knodes, kptr, q = warm_keys(surv, pidx, knodes, kptr, n)
-        rebased[q] = True
     base = Base(n, S, kk * n + tt, knodes, kptr, np.ones(len(kk)), arc_id)
     base_res = np.bincount(res_of_arc, weights=base.arc_load(rows, m), minlength=R)
     upper0 = float((base_res / cap).max())  # the start: never return worse
@@ -263,7 +234,7 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
         return np.nonzero((rows > 0) & (new_len < base.length(arc_len) * (1 - 1e-9)))
 
     if warm is not None:  # the old routing's surviving paths are the first pool (.warm)
-        ws, wt, wn, wp, _ = surv if WARM_KEYS else warm.surviving(n, sources, rows, arc_id)
+        ws, wt, wn, wp, _ = warm.surviving(n, sources, rows, arc_id)
         coef = coefficients(rows[ws, wt], wn, wp, ws * n + wt, base, arc_id, res_of_arc, R)
         pool.extend(ws, wt, wn, wp, *coef)
         pool = pool.take(np.flatnonzero(np.diff(pool.cptr) > 0))  # a key path is no column
