@@ -91,6 +91,14 @@ def test_solve_missing_instance_file(runner, tmp_path):
     one_error_line(r, "nope.json: cannot read")
 
 
+def test_solve_without_out_names_the_missing_option(runner, instance_file):
+    """A missing required path option used to print ``Error: --out:`` and nothing more."""
+    _, path = instance_file
+    r = runner.invoke(main, ["solve", str(path), "-m", "ring"])
+    assert r.exit_code == 2
+    assert "Missing option '--out'" in r.output
+
+
 def test_solve_unknown_method(runner, instance_file, tmp_path):
     _, path = instance_file
     r = runner.invoke(main, ["solve", str(path), "-m", "magic", "--out", str(tmp_path / "x.json")])

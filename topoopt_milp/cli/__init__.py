@@ -52,7 +52,9 @@ class _Group(click.Group):
         except click.BadParameter as exc:
             # a path argument that names a directory (or a file where a folder is wanted):
             # one line naming the argument and the file, exit 2 -- not click's usage block
-            if exc.param is None or not isinstance(exc.param.type, click.Path):
+            # a missing one keeps click's own message (its .message is empty)
+            if (exc.param is None or not isinstance(exc.param.type, click.Path)
+                    or isinstance(exc, click.MissingParameter)):
                 raise
             p = exc.param
             name = p.opts[0] if isinstance(p, click.Option) else p.human_readable_name
