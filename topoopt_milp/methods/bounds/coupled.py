@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import math
 import time
+from math import gcd
 
 import highspy
 import numpy as np
@@ -99,7 +100,8 @@ def hot_nodes(instance: Instance, share: float = 0.9, max_hot: int = 16) -> list
 
 def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30.0,
                   hot: list[int] | None = None, share: float = 0.9, max_hot: int = 16,
-                  info: dict | None = None, consistent: bool = True) -> float:
+                  info: dict | None = None, consistent: bool = True,
+                  ports: bool = True) -> float:
     """``1 / (lambda_ub B)`` of the coupled MILP over ``hot`` (default :func:`hot_nodes`)
     within ``time_limit`` seconds (module docstring); seconds. ``scope`` may be ``"any"`` or
     ``"totient"``: the model is the ``"any"`` one in both (valid in the narrower scope)."""
@@ -139,14 +141,24 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
                 pair[v, u] = col
                 col += 4
     share_col: dict[tuple[int, int], tuple[int, list[int]]] = {}  # (v, g) -> start, members
+    tau_col: dict[int, tuple[int, list[int]]] = {}  # totient: g -> start, steps (shared split)
     for v in hot:
         for gi, (_e, ms) in enumerate(groups):
-            if v in ms:
-                others = [u for u in ms if u != v]
-                share_col[v, gi] = (col, others)
-                col += 2 * len(others)
+            if v not in ms:
+                continue
+            if scope == "totient":
+                if gi not in tau_col:
+                    steps = [m for m in range(1, len(ms)) if gcd(m, len(ms)) == 1]
+                    tau_col[gi] = (col, steps)
+                    col += len(steps)
+                continue
+            others = [u for u in ms if u != v]
+            share_col[v, gi] = (col, others)
+            col += 2 * len(others)
     z0 = col
     col += n
+    q0 = col  # ports: Q[u], Q'[u] (bytes a relay hands to a hot node to forward, out / in)
+    col += 2 * n if ports else 0
     nc = col
     rows = _Rows()
 
@@ -160,8 +172,15 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
         for e, ms in groups:
             if v in ms and any(w in hset and w != v for w in ms):
                 bhh += e
-        succ_of: dict[int, list[int]] = {}
-        for gi, (e, _ms) in enumerate(groups):
+        succ_of: dict[int, tuple[list[int], list[int]]] = {}  # u -> succ, pred share columns
+        for gi, (e, ms) in enumerate(groups):
+            if gi in tau_col and v in ms:  # totient: u follows v in the orders of step m
+                start, steps = tau_col[gi]
+                j, k = ms.index(v), len(ms)
+                for c, m in enumerate(steps):
+                    succ_of.setdefault(ms[(j + m) % k], ([], []))[0].append(start + c)
+                    succ_of.setdefault(ms[(j - m) % k], ([], []))[1].append(start + c)
+                continue
             if (v, gi) not in share_col:
                 continue
             start, others = share_col[v, gi]
@@ -169,7 +188,8 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
             rows.add(list(range(start, start + k)) + [0], [1.0] * k + [-e], 0.0, 0.0)
             rows.add(list(range(start + k, start + 2 * k)) + [0], [1.0] * k + [-e], 0.0, 0.0)
             for j, u in enumerate(others):
-                succ_of.setdefault(u, []).append((start + j, start + k + j))
+                succ_of.setdefault(u, ([], []))[0].append(start + j)
+                succ_of[u][1].append(start + k + j)
         own_out, own_in = [], []
         for u in range(n):
             if u == v:
@@ -179,11 +199,9 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
             rows.add([D, G, x], [1.0, 1.0, -1.0], -INF, 0.0)
             rows.add([A, H, x], [1.0, 1.0, -1.0], -INF, 0.0)
             rows.add([G, H, 0], [1.0, 1.0, float(ld[u])], -INF, float(d))
-            sh = succ_of.get(u, [])
-            rows.add([D, 0] + [s for s, _p in sh], [1.0, -float(mp[v, u])] + [-1.0] * len(sh),
-                     -INF, 0.0)
-            rows.add([A, 0] + [p for _s, p in sh], [1.0, -float(mp[u, v])] + [-1.0] * len(sh),
-                     -INF, 0.0)
+            su, pu = succ_of.get(u, ([], []))
+            rows.add([D, 0] + su, [1.0, -float(mp[v, u])] + [-1.0] * len(su), -INF, 0.0)
+            rows.add([A, 0] + pu, [1.0, -float(mp[u, v])] + [-1.0] * len(pu), -INF, 0.0)
             own_out += [D, G]
             own_in += [A, H]
         rows.add(own_out + [0], [1.0] * len(own_out) + [-float(out[v] / V)], 0.0, INF)
@@ -200,8 +218,34 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
         rows.add([z] + gs, [1.0] + [-1.0] * len(gs), -INF, 0.0)
         rows.add([z] + hs, [1.0] + [-1.0] * len(hs), -INF, 0.0)
         if u not in hset:
-            rows.add([xcol[v, u] for v in hot], [1.0] * len(hot), -INF, float(d))
-    rows.add(list(range(z0, z0 + n)) + [0], [1.0] * n + [-bhh], -INF, 0.0)
+            xs = [xcol[v, u] for v in hot]
+            rows.add(xs, [1.0] * len(hot), -INF, float(d))
+            if ports:  # relay ports: u's links to Hot carry no more of u's traffic than this
+                q, qi = q0 + 2 * u, q0 + 2 * u + 1
+                a_s = [pair[v, u] + 2 for v in hot]  # A_uv
+                d_s = [pair[v, u] for v in hot]  # D_vu
+                k = len(hot)
+                rows.add(xs + gs + [z] + a_s + [q, 0],
+                         [1.0] * (2 * k) + [-1.0] + [-1.0] * k + [-1.0, float(out[u] / V)],
+                         -INF, float(d))
+                rows.add(xs + hs + [z] + d_s + [qi, 0],
+                         [1.0] * (2 * k) + [-1.0] + [-1.0] * k + [-1.0, float(inn[u] / V)],
+                         -INF, float(d))
+                rows.add([q] + xs, [1.0] + [-1.0] * k, -INF, 0.0)
+                rows.add([qi] + xs, [1.0] + [-1.0] * k, -INF, 0.0)
+    if ports:  # what the hot nodes forward for their relays: within their spare capacity
+        spare = float(sum(ld[v] for v in hot))
+        for off in (0, 1):
+            qs = [q0 + 2 * u + off for u in range(n) if u not in hset]
+            rows.add(qs + [0], [1.0] * len(qs) + [spare], -INF, float(d * len(hot)))
+    # two-hop bytes between hot nodes (Z) and one-hop ones (D between two hot nodes) are
+    # distinct bytes of BHH: a path has one length
+    one_hop = [pair[v, w] for v in hot for w in hot if w != v] if ports else []
+    rows.add(list(range(z0, z0 + n)) + one_hop + [0], [1.0] * (n + len(one_hop)) + [-bhh],
+             -INF, 0.0)
+    for gi, (start, steps) in tau_col.items():  # one split of the group's bytes: sum e_g lambda
+        rows.add(list(range(start, start + len(steps))) + [0],
+                 [1.0] * len(steps) + [-groups[gi][0]], 0.0, 0.0)
     if consistent:  # one byte set, one ring share, seen from both ends of a hot pair
         for v in hot:
             for u in hot:
@@ -227,7 +271,7 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
         left = 0.3 * time_limit - (time.perf_counter() - t0)
         if left <= 0:
             break
-        key = node_problem(instance, v, "any")[0]
+        key = node_problem(instance, v, scope)[0]
         if key not in solved:
             solved[key] = _solve_node(key, left)
         c_lo = max(c_lo, solved[key])
