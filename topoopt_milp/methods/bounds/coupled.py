@@ -49,9 +49,13 @@ over integer ``x`` has an optimum ``>= 1 / (B T)``, and its dual bound after any
 (or the LP relaxation's optimum) is at least that. Hence ``T >= 1 / (lambda_ub B)``. Any set
 ``Hot`` gives a valid bound; with one node it is that node's neighbourhood MILP.
 
-Scope: ``"any"`` (ring shares are free distributions over the group's other members, a
-relaxation of any split over any orders). An ``"any"`` bound holds in every narrower ring
-space, so it is also reported for the TotientPerms scope. No multiplicity cap is assumed.
+Scope: ``"any"``: ring shares are free distributions over the group's other members, a
+relaxation of any split over any orders. ``"totient"``: one split ``tau_g`` over the
+TotientPerms orders of each group (steps ``m`` with ``gcd(m, k) = 1``; in the order of step
+``m`` member ``j`` sends ``e_g tau_gm`` to member ``(j + m) mod k``), *shared by every hot
+member*: the split is the group's, not a node's, so ``phi_gvu = sum_{m: (j_v + m) mod k =
+j_u} tau_gm`` and ``pi_gvu = sum_{m: (j_v - m) mod k = j_u} tau_gm``. No multiplicity cap is
+assumed.
 
 Consistency (``consistent=True``), for ``v`` and ``u`` both in ``Hot``: ``D_vu`` (``v``'s
 bytes whose first arc ``v -> u`` ends at their destination ``u``) and ``u``'s ``A_vu`` (bytes
@@ -61,8 +65,26 @@ equals ``u``'s ``pi_guv`` (the share in which ``v`` precedes ``u``): the same or
 ring of ``k >= 3`` members ``u`` cannot both follow and precede ``v``, so ``phi_gvu +
 phi_guv <= 1`` (in the model's units, ``<= lambda e_g``).
 
-Floor: the model restricted to one node's rows is that node's neighbourhood MILP, so its
-optimum is at least each hot node's ``"any"`` neighbourhood value; those are solved first
+Relay ports (``ports=True``). For ``u`` outside ``Hot`` let ``p_u = sum_{v in Hot} x_vu``
+(its links to hot nodes) and ``Q_u`` (``Q'_u``) the bytes on its arcs to (from) hot nodes that
+the hot node forwards (bytes not for it, resp. not from it). Every byte ``u`` sends on an arc
+``u -> w``, ``w`` hot, is for ``w`` (``A_uw`` if it starts at ``u``, ``H_uw`` if farther) or
+is forwarded by ``w`` (``Q``), so ``sum_w A_uw + H_uw + Q_u <= c p_u``. ``u``'s arcs to nodes
+outside ``Hot`` number ``d - p_u`` links at most and carry (i) ``u``'s own bytes that do not
+leave on an arc to ``Hot``, at least ``out_u - sum_w A_uw - Q_u``, and (ii) the bytes ``G_vu``
+that ``u`` forwards for hot ``v`` and does not hand to a hot node, at least ``sum_v G_vu - Z_u
+- Q_u`` (a byte of ``G_vu`` on an arc ``u -> w`` is in ``H_uw``, hence in ``Z_u``, or in
+``Q_u``); ``Q_u`` is subtracted once as the two parts are disjoint. So ``c p_u + sum_v G_vu -
+Z_u - sum_w A_uw - Q_u + out_u <= d c``, and likewise in the other direction with ``H``,
+``D`` and ``Q'``. Each ``Q`` byte is forwarded by a hot node: ``sum_u Q_u`` and ``sum_u Q'_u``
+are at most ``sum_{w in Hot} sigma_w``. Two-hop bytes are split per source: ``z_vu`` (``v``'s
+bytes through ``u`` to another hot node) is at most ``G_vu`` and at most ``sum_{w != v} H_uw``
+(the byte's last arc ``u -> w`` goes to a hot node other than its source), ``Z_u = sum_v
+z_vu``, and ``sum_u z_vu + sum_{w in Hot} D_vw <= BHH_v`` (``v``'s bytes for other hot nodes:
+a path has one length, so one-hop and two-hop bytes are distinct).
+
+Floor: the model restricted to one node's rows is that node's neighbourhood MILP of the same
+scope, so its optimum is at least each hot node's neighbourhood value; those are solved first
 (within 30% of the time) and bound ``lambda`` from above, so the result is never below them.
 
 Size: ``|Hot| (n - 1)`` candidate pairs with five columns each, plus ring shares; the hot set
@@ -103,8 +125,9 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
                   info: dict | None = None, consistent: bool = True,
                   ports: bool = True) -> float:
     """``1 / (lambda_ub B)`` of the coupled MILP over ``hot`` (default :func:`hot_nodes`)
-    within ``time_limit`` seconds (module docstring); seconds. ``scope`` may be ``"any"`` or
-    ``"totient"``: the model is the ``"any"`` one in both (valid in the narrower scope)."""
+    within ``time_limit`` seconds (module docstring); seconds. ``scope`` ``"any"`` or
+    ``"totient"`` (one ring split per group, shared by its hot members); ``ports`` adds the
+    relay port rows."""
     if scope not in ("any", "totient"):
         raise ValueError(f"scope: unknown {scope!r} (known: any, totient)")
     t0 = time.perf_counter()
@@ -159,19 +182,27 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
     col += n
     q0 = col  # ports: Q[u], Q'[u] (bytes a relay hands to a hot node to forward, out / in)
     col += 2 * n if ports else 0
+    zcol = {}  # ports: z[v, u] (v's bytes for another hot node, two hops through u)
+    if ports:
+        for v in hot:
+            for u in range(n):
+                if u != v:
+                    zcol[v, u] = col
+                    col += 1
     nc = col
     rows = _Rows()
 
     def x_of(v: int, u: int) -> int:
         return xcol[(min(u, v), max(u, v))] if u in hset else xcol[v, u]
 
-    bhh = 0.0
+    bhh, bhh_v = 0.0, {}
     for v in hot:
         rows.add([x_of(v, u) for u in range(n) if u != v], [1.0] * (n - 1), -INF, d)
-        bhh += float(sum(mp[v, w] for w in hot if w != v))
+        bhh_v[v] = float(sum(mp[v, w] for w in hot if w != v))
         for e, ms in groups:
             if v in ms and any(w in hset and w != v for w in ms):
-                bhh += e
+                bhh_v[v] += e
+        bhh += bhh_v[v]
         succ_of: dict[int, tuple[list[int], list[int]]] = {}  # u -> succ, pred share columns
         for gi, (e, ms) in enumerate(groups):
             if gi in tau_col and v in ms:  # totient: u follows v in the orders of step m
@@ -231,8 +262,23 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
                 rows.add(xs + hs + [z] + d_s + [qi, 0],
                          [1.0] * (2 * k) + [-1.0] + [-1.0] * k + [-1.0, float(inn[u] / V)],
                          -INF, float(d))
-                rows.add([q] + xs, [1.0] + [-1.0] * k, -INF, 0.0)
-                rows.add([qi] + xs, [1.0] + [-1.0] * k, -INF, 0.0)
+                # Q rides on u's arcs to Hot beside the bytes for (A, H) / from (D, G) them
+                h_s = [pair[v, u] + 3 for v in hot]
+                g_s = [pair[v, u] + 1 for v in hot]
+                rows.add([q] + a_s + h_s + xs, [1.0] * (1 + 2 * k) + [-1.0] * k, -INF, 0.0)
+                rows.add([qi] + d_s + g_s + xs, [1.0] * (1 + 2 * k) + [-1.0] * k, -INF, 0.0)
+    if ports:  # z[v, u]: within G_vu and what u hands on to *other* hot nodes (H_uw, w != v)
+        for (v, u), zc in zcol.items():
+            rows.add([zc, pair[v, u] + 1], [1.0, -1.0], -INF, 0.0)
+            hw = [pair[w, u] + 3 for w in hot if w not in (v, u)]
+            rows.add([zc] + hw, [1.0] + [-1.0] * len(hw), -INF, 0.0)
+        for u in range(n):
+            zs = [zcol[v, u] for v in hot if v != u]
+            rows.add([z0 + u] + zs, [1.0] + [-1.0] * len(zs), -INF, 0.0)
+        for v in hot:  # v's bytes for other hot nodes: one hop (D) or two (z), at most BHH_v
+            zs = [zcol[v, u] for u in range(n) if u != v]
+            ds = [pair[v, w] for w in hot if w != v]
+            rows.add(zs + ds + [0], [1.0] * (len(zs) + len(ds)) + [-bhh_v[v]], -INF, 0.0)
     if ports:  # what the hot nodes forward for their relays: within their spare capacity
         spare = float(sum(ld[v] for v in hot))
         for off in (0, 1):
@@ -264,7 +310,7 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
     col_up[1:nx_end] = float(d)
     integer = np.zeros(nc, bool)
     integer[1:nx_end] = True
-    # floor: each hot node's own neighbourhood MILP ("any"), a relaxation of this model
+    # floor: each hot node's own neighbourhood MILP of the scope, a relaxation of this model
     c_lo = max(out.max(), inn.max()) / V / d  # the ideal switch (= 1 in units of V)
     solved: dict[tuple, float] = {}
     for v in hot:
