@@ -120,6 +120,28 @@ def hot_nodes(instance: Instance, share: float = 0.9, max_hot: int = 16) -> list
     return [v for v in order if load[v] >= share * load.max() and load[v] > 0][:max_hot]
 
 
+def _kept_nodes(instance: Instance, hot: list[int], groups, mp: np.ndarray, d: int):
+    """The hot nodes plus, of each class of interchangeable other nodes (same ``out``, ``in``,
+    MP bytes with each hot node and position in each hot node's groups), at most ``d |Hot|``
+    (the most distinct non-hot neighbours the hot nodes can have); the classes' kept nodes."""
+    out, inn = instance.node_out_in_bytes()
+    hset = set(hot)
+    classes: dict[tuple, list[int]] = {}
+    for u in range(instance.n):
+        if u in hset:
+            continue
+        role = tuple((ms.index(u) - ms.index(v)) % len(ms) if u in ms else -1
+                     for v in hot for _e, ms in groups if v in ms)
+        key = (round(float(out[u]), 3), round(float(inn[u]), 3),
+               tuple(round(float(mp[v, u]), 12) for v in hot),
+               tuple(round(float(mp[u, v]), 12) for v in hot), role)
+        cls = classes.setdefault(key, [])
+        if len(cls) < d * len(hot):
+            cls.append(u)
+    kept = sorted(u for cls in classes.values() for u in cls)
+    return list(hot) + kept, [cls for cls in classes.values() if len(cls) > 1]
+
+
 def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30.0,
                   hot: list[int] | None = None, share: float = 0.9, max_hot: int = 16,
                   info: dict | None = None, consistent: bool = True,
@@ -145,11 +167,12 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
     hset = set(hot)
     groups = [(g.edge_bytes / V, sorted(g.members)) for g in instance.allreduce
               if g.edge_bytes > 0]
+    nodes, copies = _kept_nodes(instance, hot, groups, mp, d)
     # columns: lambda | x | per pair (v, u): D, G, A, H | shares | Z[u]
     col = 1
     xcol: dict[tuple[int, int], int] = {}
     for v in hot:
-        for u in range(n):
+        for u in nodes:
             if u == v:
                 continue
             key = (min(u, v), max(u, v)) if u in hset else (v, u)
@@ -159,7 +182,7 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
     nx_end = col
     pair: dict[tuple[int, int], int] = {}
     for v in hot:
-        for u in range(n):
+        for u in nodes:
             if u != v:
                 pair[v, u] = col
                 col += 4
@@ -185,7 +208,7 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
     zcol = {}  # ports: z[v, u] (v's bytes for another hot node, two hops through u)
     if ports:
         for v in hot:
-            for u in range(n):
+            for u in nodes:
                 if u != v:
                     zcol[v, u] = col
                     col += 1
@@ -197,7 +220,7 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
 
     bhh, bhh_v = 0.0, {}
     for v in hot:
-        rows.add([x_of(v, u) for u in range(n) if u != v], [1.0] * (n - 1), -INF, d)
+        rows.add([x_of(v, u) for u in nodes if u != v], [1.0] * (len(nodes) - 1), -INF, d)
         bhh_v[v] = float(sum(mp[v, w] for w in hot if w != v))
         for e, ms in groups:
             if v in ms and any(w in hset and w != v for w in ms):
@@ -222,7 +245,7 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
                 succ_of.setdefault(u, ([], []))[0].append(start + j)
                 succ_of[u][1].append(start + k + j)
         own_out, own_in = [], []
-        for u in range(n):
+        for u in nodes:
             if u == v:
                 continue
             D = pair[v, u]
@@ -237,7 +260,7 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
             own_in += [A, H]
         rows.add(own_out + [0], [1.0] * len(own_out) + [-float(out[v] / V)], 0.0, INF)
         rows.add(own_in + [0], [1.0] * len(own_in) + [-float(inn[v] / V)], 0.0, INF)
-    for u in range(n):
+    for u in nodes:
         gs = [pair[v, u] + 1 for v in hot if v != u]
         hs = [pair[v, u] + 3 for v in hot if v != u]
         if not gs:
@@ -272,21 +295,25 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
             rows.add([zc, pair[v, u] + 1], [1.0, -1.0], -INF, 0.0)
             hw = [pair[w, u] + 3 for w in hot if w not in (v, u)]
             rows.add([zc] + hw, [1.0] + [-1.0] * len(hw), -INF, 0.0)
-        for u in range(n):
+        for u in nodes:
             zs = [zcol[v, u] for v in hot if v != u]
             rows.add([z0 + u] + zs, [1.0] + [-1.0] * len(zs), -INF, 0.0)
         for v in hot:  # v's bytes for other hot nodes: one hop (D) or two (z), at most BHH_v
-            zs = [zcol[v, u] for u in range(n) if u != v]
+            zs = [zcol[v, u] for u in nodes if u != v]
             ds = [pair[v, w] for w in hot if w != v]
             rows.add(zs + ds + [0], [1.0] * (len(zs) + len(ds)) + [-bhh_v[v]], -INF, 0.0)
     if ports:  # what the hot nodes forward for their relays: within their spare capacity
         spare = float(sum(ld[v] for v in hot))
         for off in (0, 1):
-            qs = [q0 + 2 * u + off for u in range(n) if u not in hset]
+            qs = [q0 + 2 * u + off for u in nodes if u not in hset]
             rows.add(qs + [0], [1.0] * len(qs) + [spare], -INF, float(d * len(hot)))
     # two-hop bytes between hot nodes (Z) and one-hop ones (D between two hot nodes) are
     # distinct bytes of BHH: a path has one length
     one_hop = [pair[v, w] for v in hot for w in hot if w != v] if ports else []
+    for cls in copies:  # interchangeable relays: the busiest first (no loss: permute them)
+        for a, b in zip(cls, cls[1:]):
+            xa, xb = [xcol[v, a] for v in hot], [xcol[v, b] for v in hot]
+            rows.add(xb + xa, [1.0] * len(hot) + [-1.0] * len(hot), -INF, 0.0)
     rows.add(list(range(z0, z0 + n)) + one_hop + [0], [1.0] * (n + len(one_hop)) + [-bhh],
              -INF, 0.0)
     for gi, (start, steps) in tau_col.items():  # one split of the group's bytes: sum e_g lambda
