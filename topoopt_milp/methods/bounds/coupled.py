@@ -49,8 +49,9 @@ over integer ``x`` has an optimum ``>= 1 / (B T)``, and its dual bound after any
 (or the LP relaxation's optimum) is at least that. Hence ``T >= 1 / (lambda_ub B)``. Any set
 ``Hot`` gives a valid bound; with one node it is that node's neighbourhood MILP.
 
-Scope: ``"any"``: ring shares are free distributions over the group's other members, a
-relaxation of any split over any orders. ``"totient"``: one split ``tau_g`` over the
+Scope: ``"any"``: ring shares are free distributions over the group's other members, with
+``phi_gvu + pi_gvu <= 1`` in a group of ``k >= 3`` (no order has ``u`` both after and before
+``v``), a relaxation of any split over any orders. ``"totient"``: one split ``tau_g`` over the
 TotientPerms orders of each group (steps ``m`` with ``gcd(m, k) = 1``; in the order of step
 ``m`` member ``j`` sends ``e_g tau_gm`` to member ``(j + m) mod k``), *shared by every hot
 member*: the split is the group's, not a node's, so ``phi_gvu = sum_{m: (j_v + m) mod k =
@@ -244,6 +245,8 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
             for j, u in enumerate(others):
                 succ_of.setdefault(u, ([], []))[0].append(start + j)
                 succ_of[u][1].append(start + k + j)
+                if k >= 2:  # a ring of >= 3: u never both follows and precedes v
+                    rows.add([start + j, start + k + j, 0], [1.0, 1.0, -e], -INF, 0.0)
         own_out, own_in = [], []
         for u in nodes:
             if u == v:
