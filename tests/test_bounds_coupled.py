@@ -88,7 +88,8 @@ def test_lower_bounds_reports_it_by_name():
     assert "coupled_any" not in off.info["bounds_s"]
 
 
-@pytest.mark.parametrize(("n", "d", "seed"), CASES + [(6, 3, 0), (6, 4, 1)])
+@pytest.mark.parametrize(("n", "d", "seed"), CASES + [
+    (6, 3, 0), pytest.param(6, 4, 1, marks=pytest.mark.slow)])  # 6-4-1: 70 s
 def test_totient_and_relay_ports_never_above_the_brute_force_optimum(n, d, seed):
     """The totient model (one ring split per group, shared by its hot members) and the relay
     port rows, with every node hot (every row active), against brute force in each scope."""
@@ -102,7 +103,8 @@ def test_totient_and_relay_ports_never_above_the_brute_force_optimum(n, d, seed)
 
 @pytest.mark.parametrize("make", [lambda: cosets(6, 2, 3e8, 1e8, 5e7),
                                   lambda: cosets(6, 3, 4e8, 4e8, 5e7),
-                                  lambda: cosets(6, 4, 6e8, 1e8, 2e8)])
+                                  pytest.param(lambda: cosets(6, 4, 6e8, 1e8, 2e8),
+                                               marks=pytest.mark.slow)])  # 41 s
 def test_totient_cosets_never_above_the_brute_force_optimum(make):
     inst = make()
     opt = brute_optimum(inst, "totient")
