@@ -56,8 +56,8 @@ class LowerBoundParams(Params):
               "members must spend on leaving it; 0: skipped).", minimum=0)
     coupled_time: float = knob(
         0.0, "lower-bounds: seconds for the coupled neighbourhood bound (the busiest nodes' "
-             "neighbourhood MILPs sharing their neighbours' ports and forwarding capacity; "
-             "scope any, also valid for totient; 0: skipped).", minimum=0)
+             "neighbourhood MILPs sharing their neighbours' ports and forwarding capacity, "
+             "with relay port rows; totient: one ring split per group; 0: skipped).", minimum=0)
 
 
 def bound_scope(instance: Instance | None, options: SolveOptions) -> Scope:
@@ -73,7 +73,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     (:mod:`topoopt_milp.methods.bounds.neighbourhood`), the gateway bound within
     ``gateway_time`` (:mod:`topoopt_milp.methods.bounds.gateway`) and the coupled
     neighbourhood bound within ``coupled_time`` (:mod:`topoopt_milp.methods.bounds.coupled`;
-    its model is the ``any`` one, valid in both scopes), plus the
+    in the scope's model: ``totient`` shares one ring split per group), plus the
     alloc-benders master's bound after ``master_time`` seconds (``choose`` only; 0: skipped).
     Returns no solution, only the bound and its scope (status ``no_solution``), so that
     tables measure every covered solution against it."""

@@ -49,9 +49,14 @@ over integer ``x`` has an optimum ``>= 1 / (B T)``, and its dual bound after any
 (or the LP relaxation's optimum) is at least that. Hence ``T >= 1 / (lambda_ub B)``. Any set
 ``Hot`` gives a valid bound; with one node it is that node's neighbourhood MILP.
 
-Scope: ``"any"`` (ring shares are free distributions over the group's other members, a
-relaxation of any split over any orders). An ``"any"`` bound holds in every narrower ring
-space, so it is also reported for the TotientPerms scope. No multiplicity cap is assumed.
+Scope: ``"any"``: ring shares are free distributions over the group's other members, with
+``phi_gvu + pi_gvu <= 1`` in a group of ``k >= 3`` (no order has ``u`` both after and before
+``v``), a relaxation of any split over any orders. ``"totient"``: one split ``tau_g`` over the
+TotientPerms orders of each group (steps ``m`` with ``gcd(m, k) = 1``; in the order of step
+``m`` member ``j`` sends ``e_g tau_gm`` to member ``(j + m) mod k``), *shared by every hot
+member*: the split is the group's, not a node's, so ``phi_gvu = sum_{m: (j_v + m) mod k =
+j_u} tau_gm`` and ``pi_gvu = sum_{m: (j_v - m) mod k = j_u} tau_gm``. No multiplicity cap is
+assumed.
 
 Consistency (``consistent=True``), for ``v`` and ``u`` both in ``Hot``: ``D_vu`` (``v``'s
 bytes whose first arc ``v -> u`` ends at their destination ``u``) and ``u``'s ``A_vu`` (bytes
@@ -61,8 +66,26 @@ equals ``u``'s ``pi_guv`` (the share in which ``v`` precedes ``u``): the same or
 ring of ``k >= 3`` members ``u`` cannot both follow and precede ``v``, so ``phi_gvu +
 phi_guv <= 1`` (in the model's units, ``<= lambda e_g``).
 
-Floor: the model restricted to one node's rows is that node's neighbourhood MILP, so its
-optimum is at least each hot node's ``"any"`` neighbourhood value; those are solved first
+Relay ports (``ports=True``). For ``u`` outside ``Hot`` let ``p_u = sum_{v in Hot} x_vu``
+(its links to hot nodes) and ``Q_u`` (``Q'_u``) the bytes on its arcs to (from) hot nodes that
+the hot node forwards (bytes not for it, resp. not from it). Every byte ``u`` sends on an arc
+``u -> w``, ``w`` hot, is for ``w`` (``A_uw`` if it starts at ``u``, ``H_uw`` if farther) or
+is forwarded by ``w`` (``Q``), so ``sum_w A_uw + H_uw + Q_u <= c p_u``. ``u``'s arcs to nodes
+outside ``Hot`` number ``d - p_u`` links at most and carry (i) ``u``'s own bytes that do not
+leave on an arc to ``Hot``, at least ``out_u - sum_w A_uw - Q_u``, and (ii) the bytes ``G_vu``
+that ``u`` forwards for hot ``v`` and does not hand to a hot node, at least ``sum_v G_vu - Z_u
+- Q_u`` (a byte of ``G_vu`` on an arc ``u -> w`` is in ``H_uw``, hence in ``Z_u``, or in
+``Q_u``); ``Q_u`` is subtracted once as the two parts are disjoint. So ``c p_u + sum_v G_vu -
+Z_u - sum_w A_uw - Q_u + out_u <= d c``, and likewise in the other direction with ``H``,
+``D`` and ``Q'``. Each ``Q`` byte is forwarded by a hot node: ``sum_u Q_u`` and ``sum_u Q'_u``
+are at most ``sum_{w in Hot} sigma_w``. Two-hop bytes are split per source: ``z_vu`` (``v``'s
+bytes through ``u`` to another hot node) is at most ``G_vu`` and at most ``sum_{w != v} H_uw``
+(the byte's last arc ``u -> w`` goes to a hot node other than its source), ``Z_u = sum_v
+z_vu``, and ``sum_u z_vu + sum_{w in Hot} D_vw <= BHH_v`` (``v``'s bytes for other hot nodes:
+a path has one length, so one-hop and two-hop bytes are distinct).
+
+Floor: the model restricted to one node's rows is that node's neighbourhood MILP of the same
+scope, so its optimum is at least each hot node's neighbourhood value; those are solved first
 (within 30% of the time) and bound ``lambda`` from above, so the result is never below them.
 
 Size: ``|Hot| (n - 1)`` candidate pairs with five columns each, plus ring shares; the hot set
@@ -74,6 +97,7 @@ from __future__ import annotations
 
 import math
 import time
+from math import gcd
 
 import highspy
 import numpy as np
@@ -97,12 +121,36 @@ def hot_nodes(instance: Instance, share: float = 0.9, max_hot: int = 16) -> list
     return [v for v in order if load[v] >= share * load.max() and load[v] > 0][:max_hot]
 
 
+def _kept_nodes(instance: Instance, hot: list[int], groups, mp: np.ndarray, d: int):
+    """The hot nodes plus, of each class of interchangeable other nodes (same ``out``, ``in``,
+    MP bytes with each hot node and position in each hot node's groups), at most ``d |Hot|``
+    (the most distinct non-hot neighbours the hot nodes can have); the classes' kept nodes."""
+    out, inn = instance.node_out_in_bytes()
+    hset = set(hot)
+    classes: dict[tuple, list[int]] = {}
+    for u in range(instance.n):
+        if u in hset:
+            continue
+        role = tuple((ms.index(u) - ms.index(v)) % len(ms) if u in ms else -1
+                     for v in hot for _e, ms in groups if v in ms)
+        key = (round(float(out[u]), 3), round(float(inn[u]), 3),
+               tuple(round(float(mp[v, u]), 12) for v in hot),
+               tuple(round(float(mp[u, v]), 12) for v in hot), role)
+        cls = classes.setdefault(key, [])
+        if len(cls) < d * len(hot):
+            cls.append(u)
+    kept = sorted(u for cls in classes.values() for u in cls)
+    return list(hot) + kept, [cls for cls in classes.values() if len(cls) > 1]
+
+
 def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30.0,
                   hot: list[int] | None = None, share: float = 0.9, max_hot: int = 16,
-                  info: dict | None = None, consistent: bool = True) -> float:
+                  info: dict | None = None, consistent: bool = True,
+                  ports: bool = True) -> float:
     """``1 / (lambda_ub B)`` of the coupled MILP over ``hot`` (default :func:`hot_nodes`)
-    within ``time_limit`` seconds (module docstring); seconds. ``scope`` may be ``"any"`` or
-    ``"totient"``: the model is the ``"any"`` one in both (valid in the narrower scope)."""
+    within ``time_limit`` seconds (module docstring); seconds. ``scope`` ``"any"`` or
+    ``"totient"`` (one ring split per group, shared by its hot members); ``ports`` adds the
+    relay port rows."""
     if scope not in ("any", "totient"):
         raise ValueError(f"scope: unknown {scope!r} (known: any, totient)")
     t0 = time.perf_counter()
@@ -120,11 +168,12 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
     hset = set(hot)
     groups = [(g.edge_bytes / V, sorted(g.members)) for g in instance.allreduce
               if g.edge_bytes > 0]
+    nodes, copies = _kept_nodes(instance, hot, groups, mp, d)
     # columns: lambda | x | per pair (v, u): D, G, A, H | shares | Z[u]
     col = 1
     xcol: dict[tuple[int, int], int] = {}
     for v in hot:
-        for u in range(n):
+        for u in nodes:
             if u == v:
                 continue
             key = (min(u, v), max(u, v)) if u in hset else (v, u)
@@ -134,34 +183,59 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
     nx_end = col
     pair: dict[tuple[int, int], int] = {}
     for v in hot:
-        for u in range(n):
+        for u in nodes:
             if u != v:
                 pair[v, u] = col
                 col += 4
     share_col: dict[tuple[int, int], tuple[int, list[int]]] = {}  # (v, g) -> start, members
+    tau_col: dict[int, tuple[int, list[int]]] = {}  # totient: g -> start, steps (shared split)
     for v in hot:
         for gi, (_e, ms) in enumerate(groups):
-            if v in ms:
-                others = [u for u in ms if u != v]
-                share_col[v, gi] = (col, others)
-                col += 2 * len(others)
+            if v not in ms:
+                continue
+            if scope == "totient":
+                if gi not in tau_col:
+                    steps = [m for m in range(1, len(ms)) if gcd(m, len(ms)) == 1]
+                    tau_col[gi] = (col, steps)
+                    col += len(steps)
+                continue
+            others = [u for u in ms if u != v]
+            share_col[v, gi] = (col, others)
+            col += 2 * len(others)
     z0 = col
     col += n
+    q0 = col  # ports: Q[u], Q'[u] (bytes a relay hands to a hot node to forward, out / in)
+    col += 2 * n if ports else 0
+    zcol = {}  # ports: z[v, u] (v's bytes for another hot node, two hops through u)
+    if ports:
+        for v in hot:
+            for u in nodes:
+                if u != v:
+                    zcol[v, u] = col
+                    col += 1
     nc = col
     rows = _Rows()
 
     def x_of(v: int, u: int) -> int:
         return xcol[(min(u, v), max(u, v))] if u in hset else xcol[v, u]
 
-    bhh = 0.0
+    bhh, bhh_v = 0.0, {}
     for v in hot:
-        rows.add([x_of(v, u) for u in range(n) if u != v], [1.0] * (n - 1), -INF, d)
-        bhh += float(sum(mp[v, w] for w in hot if w != v))
+        rows.add([x_of(v, u) for u in nodes if u != v], [1.0] * (len(nodes) - 1), -INF, d)
+        bhh_v[v] = float(sum(mp[v, w] for w in hot if w != v))
         for e, ms in groups:
             if v in ms and any(w in hset and w != v for w in ms):
-                bhh += e
-        succ_of: dict[int, list[int]] = {}
-        for gi, (e, _ms) in enumerate(groups):
+                bhh_v[v] += e
+        bhh += bhh_v[v]
+        succ_of: dict[int, tuple[list[int], list[int]]] = {}  # u -> succ, pred share columns
+        for gi, (e, ms) in enumerate(groups):
+            if gi in tau_col and v in ms:  # totient: u follows v in the orders of step m
+                start, steps = tau_col[gi]
+                j, k = ms.index(v), len(ms)
+                for c, m in enumerate(steps):
+                    succ_of.setdefault(ms[(j + m) % k], ([], []))[0].append(start + c)
+                    succ_of.setdefault(ms[(j - m) % k], ([], []))[1].append(start + c)
+                continue
             if (v, gi) not in share_col:
                 continue
             start, others = share_col[v, gi]
@@ -169,9 +243,12 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
             rows.add(list(range(start, start + k)) + [0], [1.0] * k + [-e], 0.0, 0.0)
             rows.add(list(range(start + k, start + 2 * k)) + [0], [1.0] * k + [-e], 0.0, 0.0)
             for j, u in enumerate(others):
-                succ_of.setdefault(u, []).append((start + j, start + k + j))
+                succ_of.setdefault(u, ([], []))[0].append(start + j)
+                succ_of[u][1].append(start + k + j)
+                if k >= 2:  # a ring of >= 3: u never both follows and precedes v
+                    rows.add([start + j, start + k + j, 0], [1.0, 1.0, -e], -INF, 0.0)
         own_out, own_in = [], []
-        for u in range(n):
+        for u in nodes:
             if u == v:
                 continue
             D = pair[v, u]
@@ -179,16 +256,14 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
             rows.add([D, G, x], [1.0, 1.0, -1.0], -INF, 0.0)
             rows.add([A, H, x], [1.0, 1.0, -1.0], -INF, 0.0)
             rows.add([G, H, 0], [1.0, 1.0, float(ld[u])], -INF, float(d))
-            sh = succ_of.get(u, [])
-            rows.add([D, 0] + [s for s, _p in sh], [1.0, -float(mp[v, u])] + [-1.0] * len(sh),
-                     -INF, 0.0)
-            rows.add([A, 0] + [p for _s, p in sh], [1.0, -float(mp[u, v])] + [-1.0] * len(sh),
-                     -INF, 0.0)
+            su, pu = succ_of.get(u, ([], []))
+            rows.add([D, 0] + su, [1.0, -float(mp[v, u])] + [-1.0] * len(su), -INF, 0.0)
+            rows.add([A, 0] + pu, [1.0, -float(mp[u, v])] + [-1.0] * len(pu), -INF, 0.0)
             own_out += [D, G]
             own_in += [A, H]
         rows.add(own_out + [0], [1.0] * len(own_out) + [-float(out[v] / V)], 0.0, INF)
         rows.add(own_in + [0], [1.0] * len(own_in) + [-float(inn[v] / V)], 0.0, INF)
-    for u in range(n):
+    for u in nodes:
         gs = [pair[v, u] + 1 for v in hot if v != u]
         hs = [pair[v, u] + 3 for v in hot if v != u]
         if not gs:
@@ -200,8 +275,53 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
         rows.add([z] + gs, [1.0] + [-1.0] * len(gs), -INF, 0.0)
         rows.add([z] + hs, [1.0] + [-1.0] * len(hs), -INF, 0.0)
         if u not in hset:
-            rows.add([xcol[v, u] for v in hot], [1.0] * len(hot), -INF, float(d))
-    rows.add(list(range(z0, z0 + n)) + [0], [1.0] * n + [-bhh], -INF, 0.0)
+            xs = [xcol[v, u] for v in hot]
+            rows.add(xs, [1.0] * len(hot), -INF, float(d))
+            if ports:  # relay ports: u's links to Hot carry no more of u's traffic than this
+                q, qi = q0 + 2 * u, q0 + 2 * u + 1
+                a_s = [pair[v, u] + 2 for v in hot]  # A_uv
+                d_s = [pair[v, u] for v in hot]  # D_vu
+                k = len(hot)
+                rows.add(xs + gs + [z] + a_s + [q, 0],
+                         [1.0] * (2 * k) + [-1.0] + [-1.0] * k + [-1.0, float(out[u] / V)],
+                         -INF, float(d))
+                rows.add(xs + hs + [z] + d_s + [qi, 0],
+                         [1.0] * (2 * k) + [-1.0] + [-1.0] * k + [-1.0, float(inn[u] / V)],
+                         -INF, float(d))
+                # Q rides on u's arcs to Hot beside the bytes for (A, H) / from (D, G) them
+                h_s = [pair[v, u] + 3 for v in hot]
+                g_s = [pair[v, u] + 1 for v in hot]
+                rows.add([q] + a_s + h_s + xs, [1.0] * (1 + 2 * k) + [-1.0] * k, -INF, 0.0)
+                rows.add([qi] + d_s + g_s + xs, [1.0] * (1 + 2 * k) + [-1.0] * k, -INF, 0.0)
+    if ports:  # z[v, u]: within G_vu and what u hands on to *other* hot nodes (H_uw, w != v)
+        for (v, u), zc in zcol.items():
+            rows.add([zc, pair[v, u] + 1], [1.0, -1.0], -INF, 0.0)
+            hw = [pair[w, u] + 3 for w in hot if w not in (v, u)]
+            rows.add([zc] + hw, [1.0] + [-1.0] * len(hw), -INF, 0.0)
+        for u in nodes:
+            zs = [zcol[v, u] for v in hot if v != u]
+            rows.add([z0 + u] + zs, [1.0] + [-1.0] * len(zs), -INF, 0.0)
+        for v in hot:  # v's bytes for other hot nodes: one hop (D) or two (z), at most BHH_v
+            zs = [zcol[v, u] for u in nodes if u != v]
+            ds = [pair[v, w] for w in hot if w != v]
+            rows.add(zs + ds + [0], [1.0] * (len(zs) + len(ds)) + [-bhh_v[v]], -INF, 0.0)
+    if ports:  # what the hot nodes forward for their relays: within their spare capacity
+        spare = float(sum(ld[v] for v in hot))
+        for off in (0, 1):
+            qs = [q0 + 2 * u + off for u in nodes if u not in hset]
+            rows.add(qs + [0], [1.0] * len(qs) + [spare], -INF, float(d * len(hot)))
+    # two-hop bytes between hot nodes (Z) and one-hop ones (D between two hot nodes) are
+    # distinct bytes of BHH: a path has one length
+    one_hop = [pair[v, w] for v in hot for w in hot if w != v] if ports else []
+    for cls in copies:  # interchangeable relays: the busiest first (no loss: permute them)
+        for a, b in zip(cls, cls[1:]):
+            xa, xb = [xcol[v, a] for v in hot], [xcol[v, b] for v in hot]
+            rows.add(xb + xa, [1.0] * len(hot) + [-1.0] * len(hot), -INF, 0.0)
+    rows.add(list(range(z0, z0 + n)) + one_hop + [0], [1.0] * (n + len(one_hop)) + [-bhh],
+             -INF, 0.0)
+    for gi, (start, steps) in tau_col.items():  # one split of the group's bytes: sum e_g lambda
+        rows.add(list(range(start, start + len(steps))) + [0],
+                 [1.0] * len(steps) + [-groups[gi][0]], 0.0, 0.0)
     if consistent:  # one byte set, one ring share, seen from both ends of a hot pair
         for v in hot:
             for u in hot:
@@ -220,14 +340,14 @@ def coupled_bound(instance: Instance, scope: str = "any", time_limit: float = 30
     col_up[1:nx_end] = float(d)
     integer = np.zeros(nc, bool)
     integer[1:nx_end] = True
-    # floor: each hot node's own neighbourhood MILP ("any"), a relaxation of this model
+    # floor: each hot node's own neighbourhood MILP of the scope, a relaxation of this model
     c_lo = max(out.max(), inn.max()) / V / d  # the ideal switch (= 1 in units of V)
     solved: dict[tuple, float] = {}
     for v in hot:
         left = 0.3 * time_limit - (time.perf_counter() - t0)
         if left <= 0:
             break
-        key = node_problem(instance, v, "any")[0]
+        key = node_problem(instance, v, scope)[0]
         if key not in solved:
             solved[key] = _solve_node(key, left)
         c_lo = max(c_lo, solved[key])

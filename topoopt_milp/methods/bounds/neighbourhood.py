@@ -39,7 +39,10 @@ has an optimum ``lambda_v >= 1 / (B T)``; its dual bound after any time limit is
 bound is ``max_v c_v / B`` over the nodes examined (any subset of nodes gives a valid bound).
 
 Ring scope. ``"any"``: ``phi_g`` and ``pi_g`` are any distributions over the other members
-(a relaxation of any split over any orders). ``"totient"``: they come from one split ``tau_g``
+with ``phi_gu + pi_gu <= 1`` when the group has ``k >= 3`` members (in every order the
+successor and the predecessor of ``v`` are two different members, so the orders in which
+``u`` follows ``v`` and those in which it precedes ``v`` are disjoint; a relaxation of any
+split over any orders). ``"totient"``: they come from one split ``tau_g``
 over the TotientPerms orders of :func:`~topoopt_milp.core.circulant.totient_orders` (the
 successor of ``v`` in the order of step ``m`` is ``member[(j + m) mod k]``, its predecessor
 ``member[(j - m) mod k]``), shared by the successor and predecessor rows, so the ``"totient"``
@@ -93,7 +96,8 @@ def _ring_roles(instance: Instance, v: int, scope: str):
                 roles.setdefault(ms[(j + m) % k], ([], []))[0].append(c)
                 roles.setdefault(ms[(j - m) % k], ([], []))[1].append(c)
             norders = len(steps)
-        out.append((g.edge_bytes, norders if scope == "totient" else 0,
+        # "any": 0 orders (free shares), -1 when k >= 3 (and then no 2-cycle: below)
+        out.append((g.edge_bytes, norders if scope == "totient" else (-1 if k >= 3 else 0),
                     {u: (tuple(a), tuple(b), True) for u, (a, b) in roles.items()}
                     | {u: ((), (), True) for u in ms if u != v and u not in roles}, gi))
     return out
@@ -148,7 +152,7 @@ def _solve_node(key, time_limit: float | None, c_min: float = 0.0,
     share_cols = []  # per group: ("free", S[j] start, P[j] start) or ("tau", start, orders)
     col = f0 + 4 * nj
     for _e, norders in ring_data:
-        if norders == 0:  # "any": free successor and predecessor distributions
+        if norders <= 0:  # "any": free successor and predecessor distributions
             share_cols.append(("free", col, col + nj))
             col += 2 * nj
         else:
@@ -190,6 +194,8 @@ def _solve_node(key, time_limit: float | None, c_min: float = 0.0,
                 succ, pred = k[3][g][:2]
                 col_up[a + j] = INF if succ else 0.0
                 col_up[b + j] = INF if pred else 0.0
+                if _no < 0 and succ and pred:  # k >= 3: u never both follows and precedes
+                    rows.add([a + j, b + j, 0], [1.0, 1.0, -e], -INF, 0.0)
         else:
             rows.add(list(range(a, a + b)) + [0], [1.0] * b + [-1.0], 0.0, 0.0)
     own_out = [f0 + 4 * j for j in range(nj)] + [f0 + 4 * j + 1 for j in range(nj)]
