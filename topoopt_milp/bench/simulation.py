@@ -24,13 +24,15 @@ Which instances (:func:`plan_of_simulation`): the quick plan simulates its own s
 n <= 16 instances it runs, with a 5 s alloc-alternate); the full plan those up to
 ``n = FULL_MAX_N`` (64: the 79 coopt and mixed instances of n = 12, 16, 32 and 64).
 Measured cost of one instance's rows (six solves, five solutions simulated four times each):
-n = 32 21-76 s wall (8-27 CPU s, load 3-8); n = 64, 2026-12-04 (load 4-6 on 2 shared cores,
-partly with the engine before core/maxmin_kernel.py's bottleneck lists): 1-8 min wall, the
-30 of them about 70 min wall in two processes. The LP-routed solutions take most of it
-(dlrm-n64-d4, TF+LP: 12 CPU s for its four simulations). n = 128 is left out: its LP solves
-alone take 20-24 CPU s per method in the run store, and one LP-routed solution's four
-simulations cost more than at n = 64 (see the projection in the README), so its 24
-instances would add hours to ``reproduce``.
+n = 32 21-76 s wall (8-27 CPU s, load 3-8); n = 64, 2026-12-04 (load 3-6 on 2 shared cores,
+23 of them with the engine before core/maxmin_kernel.py's bottleneck lists): 9 s to 10 min
+wall per instance (mixed-n64-d8-g4-mp05 the slowest), the 30 in 58 min wall with up to
+three processes, 56 min of it simulating (summed ``sim_wall_s``). The LP-routed solutions
+take most of it (dlrm-n64-d4, TF+LP: 12 CPU s for its four simulations). n = 128 is left
+out: one LP-routed solution there (dlrm-n128-d8, TF+LP) took 23 CPU s to solve and 44 CPU s
+for its four simulations (load 4.4), and each instance has three or more of them besides
+alloc-alternate and demand-greedy+LP, so its 24 instances would add well over an hour of
+CPU to ``reproduce``.
 """
 
 from __future__ import annotations
