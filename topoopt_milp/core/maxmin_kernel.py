@@ -95,9 +95,10 @@ def _fill(ocls, nopen, w, cptr, carc, cmult, aptr, acls, rate, rem, load, used, 
     open classes (adding their bandwidth to ``used``), and the saturated arcs in order with
     their levels to ``poparc, poplvl``; every class frozen goes on the list of the arc it is
     frozen at (``bn, bhead, bnext, bprev``: its bottleneck, see :func:`_refill`). Returns
-    the number of arcs saturated (bottlenecks), or ``-1 - c`` with ``chk`` as soon as a saturated arc carries a class
-    ``c`` outside the set (``ins[c] != sid``) with flows and a rate above the arc's level
-    (the check of a tight refill, :func:`_refill`; the caller restores the state)."""
+    the number of arcs saturated (bottlenecks), or ``-1 - c`` with ``chk`` as soon as a
+    saturated arc carries a class ``c`` outside the set (``ins[c] != sid``) with flows and a
+    rate above the arc's level (the check of a tight refill, :func:`_refill`; the caller
+    restores the state)."""
     size = 0
     for i in range(ntouched):  # heapify in O(ntouched), not one push per arc
         a = touched[i]
