@@ -19,9 +19,19 @@ ncf-n128-d8 > 500 s (timeout). With the compiled loop and incremental bookkeepin
 ncf-n128-d8, 35.2 CPU s (85,013 events, 84,461 max-min solves, 40.9 M saturations).
 With tight refills (core/flowsim.py): ncf-n128-d8 44.0 CPU s at load 8.3 in this script
 (27.3 M saturations, first run after an edit, so numba compiles); one-off runs of the same
-scenario at load ~1-2, compiled code cached: 31.2 CPU s against 35.9 s before. The target
-(seconds) is not met on ncf-n128-d8: all 1024 arcs are saturated at 1023 distinct levels,
-so every one of its 85,012 flow ends changes rates over most of the network.
+scenario at load ~1-2, compiled code cached: 31.2 CPU s against 35.9 s before.
+
+Bottleneck lists and grown tight sets (core/maxmin_kernel.py), 2026-12-04, this script on
+ncf-n128-d8 only, main's code and this code alternating in one shell loop (second run of
+each, numba cache warm): 34.9 CPU s (67 s wall, load 3.3) before, 23.0 CPU s (58 s wall,
+load 4.1) after, 1.5x; the same simulated time to 1.5e-15 relative (85,013 events instead
+of 85,012). The target (seconds) is still not met on this instance: all 1024 arcs are saturated at 1023
+distinct levels, the 85,013 flow ends are distinct (only 10 pairs lie within 1e-9 relative
+of each other), and a flow end changes the rates of 1,252 of the 9,491 classes on average
+(105.8 M rate changes in all; the tight set holds 1,215 classes, so it is as small as the
+change). Every exact event-by-event simulation must make those changes; at the 220 ns
+per change measured here (23.0 s / 105.8 M, solver, heap and bookkeeping together), that
+is the 20-odd seconds, and seconds need about 10x less work per change.
 """
 
 from __future__ import annotations

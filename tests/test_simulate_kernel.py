@@ -34,10 +34,13 @@ def test_compiled_max_min_and_refill_match_the_numpy_solver(seed):
         np.testing.assert_allclose(got2, want2, rtol=1e-12, atol=0)
 
 
-def test_tight_refill_matches_a_solve_from_scratch_and_falls_back_when_its_check_fails():
+@pytest.mark.parametrize("grow", [0, 1])
+def test_tight_refill_matches_a_solve_from_scratch_and_falls_back_when_its_check_fails(grow):
     """One class loses one flow (an event of the loop) on random networks: the tight refill
-    and the component refill both give the rates of a solve from scratch, and over the
-    cases the tight set both passes its check and fails it (so both branches run)."""
+    (grown by its violating class up to ``grow`` times) and the component refill both give
+    the rates of a solve from scratch, and over the cases the tight set passes its check
+    and fails it (then, with ``grow`` 0, the component is used; with 1, the grown set
+    passes): every branch runs."""
     rng = np.random.default_rng(7)
     outcomes = set()
     for _ in range(300):
@@ -49,11 +52,12 @@ def test_tight_refill_matches_a_solve_from_scratch_and_falls_back_when_its_check
         w[int(rng.integers(k))] -= 1
         want, _ = MaxMin(paths, cap).rates(w)
         for tight in (False, True):
-            got, used = flowsim.refill_rates(paths, prev, w, cap, tight=tight)
+            got, used = flowsim.refill_rates(paths, prev, w, cap, tight=tight, grow=grow)
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
             if tight:
                 outcomes.add(used)
-    assert outcomes == {True, False}
+    # grow 0: a failed tight set goes to the component; grow 1: it is grown and then passes
+    assert outcomes >= ({"tight", "component"} if grow == 0 else {"tight", "grown"})
 
 
 @pytest.mark.parametrize("latency,overhead", [(0.0, 0.0), (1e-6, 3e-6)])

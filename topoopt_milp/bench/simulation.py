@@ -22,11 +22,17 @@ Rows are cached in ``simulation.csv``: a re-run simulates only what is missing.
 
 Which instances (:func:`plan_of_simulation`): the quick plan simulates its own subset (the
 n <= 16 instances it runs, with a 5 s alloc-alternate); the full plan those up to
-``n = FULL_MAX_N`` (32: the 49 coopt and mixed instances of n = 12, 16 and 32). Measured
-cost of one instance's rows (six solves, five solutions simulated four times each; load
-3-8 on 2 shared cores): n = 32 21-76 s wall (8-27 CPU s), n = 64 138-346 s wall (32-146
-CPU s, ncf-n64-d8 the slowest: TF+LP's simulations alone 152 s); the 24 instances of n = 64
-would add about 1.5 h to ``reproduce``, those of n = 128 more, so they are left out.
+``n = FULL_MAX_N`` (64: the 79 coopt and mixed instances of n = 12, 16, 32 and 64).
+Measured cost of one instance's rows (six solves, five solutions simulated four times each):
+n = 32 21-76 s wall (8-27 CPU s, load 3-8); n = 64, 2026-12-04 (load 3-6 on 2 shared cores,
+23 of them with the engine before core/maxmin_kernel.py's bottleneck lists): 9 s to 10 min
+wall per instance (mixed-n64-d8-g4-mp05 the slowest), the 30 in 58 min wall with up to
+three processes, 56 min of it simulating (summed ``sim_wall_s``). The LP-routed solutions
+take most of it (dlrm-n64-d4, TF+LP: 12 CPU s for its four simulations). n = 128 is left
+out: one LP-routed solution there (dlrm-n128-d8, TF+LP) took 23 CPU s to solve and 44 CPU s
+for its four simulations (load 4.4), and each instance has three or more of them besides
+alloc-alternate and demand-greedy+LP, so its 24 instances would add well over an hour of
+CPU to ``reproduce``.
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ COLUMNS = ["family", "instance", "workload", "n", "degree", "link_gbps", "method
            "mp_sim_ratio", "latency_sim_ratio", "critical", "best_headline_s", "sim_wall_s"]
 
 
-FULL_MAX_N = 32
+FULL_MAX_N = 64
 
 
 def plan_of_simulation(quick: bool) -> dict:

@@ -262,7 +262,7 @@ def _simulate_compiled(sc: Scenario, trace: bool) -> tuple[float, dict]:
     total = sc.flow_count if trace else 1
     issued, ready, ended = np.zeros(total), np.zeros(total), np.zeros(total)
     delay = sc.delay(np.arange(len(sc.paths), dtype=np.int64)).astype(float)
-    t, ring_end, mp_end, events, solves, rounds, partial, fallbacks = flowsim._run(
+    t, ring_end, mp_end, events, solves, rounds, partial, fallbacks, retries = flowsim._run(
         cptr, carc, cmult, aptr, acls, sc.cap, delay, slot_cls, slot_bytes, slot_owner,
         ring_off, steps, flow_base, trace, issued, ready, ended)
     # every flow ends with all its bytes sent: an arc is busy for its total bytes / capacity
@@ -285,7 +285,8 @@ def _simulate_compiled(sc: Scenario, trace: bool) -> tuple[float, dict]:
         rows = [rows[i] for i in order]
     details = {"ring_end": ring_end, "mp_end": float(mp_end), "busy": arc_bytes / sc.cap,
                "events": int(events), "rounds": int(rounds), "solves": int(solves),
-               "partial_solves": int(partial), "tight_fallbacks": int(fallbacks), "trace": rows}
+               "partial_solves": int(partial), "tight_fallbacks": int(fallbacks),
+               "tight_retries": int(retries), "trace": rows}
     return float(t), details
 
 
