@@ -59,6 +59,7 @@ is then optimal), at ``time_limit`` or at ``max_iter``, returning incumbent and 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -294,9 +295,12 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     prev = options.warm_start
     warm = (WarmStart.from_solution(prev, instance.n)
             if prev is not None and prev.routing is not None and not sym else None)
-    res = approx_min_congestion(instance.n, P.arcs, P.res_arcs, P.res_cap, P.D, float(eps),
-                                options.time_left(), symmetric=sym, seed=options.seed,
-                                columns=options.method.columns, warm=warm)
+    try:
+        res = approx_min_congestion(instance.n, P.arcs, P.res_arcs, P.res_cap, P.D, float(eps),
+                                    options.time_left(), symmetric=sym, seed=options.seed,
+                                    columns=options.method.columns, warm=warm)
+    except core.StartTooCostly as exc:
+        return _cheap_start(instance, options, P, str(exc), t0)
     t = time.perf_counter()
     pair_paths = {(s, t): paths for s, t, paths in res.pair_paths(P.D)}
     routing = _exact.routing_from_pair_paths(instance, P.topology, P.rings, pair_paths,
@@ -317,6 +321,39 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
         return out
     lengths = WarmStart(instance.n, *(np.zeros(0),) * 4, P.arcs, res.lengths).info()
     return out.with_(info={**out.info, INFO_KEY: lengths})
+
+
+def _cheap_start(instance: Instance, options: SolveOptions, P, why: str, t0: float) -> SolveResult:
+    """The start when not even the first all-sources pricing fits the time limit (n = 10^4,
+    ``--time-limit 20``: one pricing took 35 s): shortest paths by hop count
+    (:func:`~topoopt_milp.methods.result_step.shortest_paths`) and the hop bound.
+
+    Hop bound: with equal lengths ``mu_r = 1 / sum_r cap(r)`` every arc has length ``mu``
+    and ``dist(s, t) = mu hops(s, t)``, so the certified bound of the module docstring is
+    ``LB = sum_k d_k hops(s_k, t_k) / sum_r cap(r)`` (``sum_r mu_r cap(r) = 1``), valid for
+    every routing on this topology. Hop counts are exact integers; the sums are
+    ``math.fsum`` and the division rounds once, so the factor ``1 - 4 (n + 8) u`` of the
+    module docstring covers the roundings. Not given when links were left out of the model
+    (:mod:`..formulations.shared_capacity`)."""
+    from ..formulations import route
+    from ..result_step import shortest_paths
+
+    start = shortest_paths(instance, P.topology, P.rings, options.seed)
+    if start is None:  # build_problem refused disconnected demand already
+        raise InputError("topology: a pair with demand is not connected")
+    lower = None
+    if P.dropped is None:
+        src, dst = np.nonzero(P.D > 0)
+        hops = P.topology.hop_distances[src, dst]
+        total = math.fsum((P.D[src, dst] * hops).tolist()) / math.fsum(P.res_cap.tolist())
+        lower = total * (1.0 - 4.0 * (instance.n + 8) * core.U_ROUND) * P.sec_per_unit
+    runtime = time.perf_counter() - t0
+    outcome = BackendOutcome(Status.FEASIBLE, None, None, runtime, "approx-cg",
+                             f"highspy {highs_version()}, scipy {scipy.__version__}", {})
+    note = f"epsilon={float(options.method.epsilon):g}; stopped before the first round: {why}; " \
+           "the start: shortest paths by hop count, with the hop bound"
+    return route.finish("route-approx", P, options, outcome, start[1], None, lower, runtime,
+                        note=note)
 
 
 def solve(instance: Instance, options: SolveOptions) -> SolveResult:
