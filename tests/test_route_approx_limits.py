@@ -1,0 +1,90 @@
+"""route-approx under a time limit (issue 20): it never returns a routing worse than its start,
+its result passes the independent checker, and when not even the first all-sources pricing
+fits it returns its start (hop-shortest paths) with the hop bound, a valid lower bound."""
+
+from __future__ import annotations
+
+import pytest
+
+from topoopt_milp import pipeline, registry
+from topoopt_milp.core.evaluate import comm_time
+from topoopt_milp.core.result import Status
+from topoopt_milp.methods.formulations import route
+from topoopt_milp.methods.heuristics.baselines import expander_links
+from topoopt_milp.methods.result_step import shortest_paths
+from topoopt_milp.methods.route_approx import common
+from topoopt_milp.methods.route_approx.method import approx_min_congestion
+from topoopt_milp.workloads import generators
+
+
+def _fixed(n=48, d=4, seed=3):
+    inst = generators.mixed(n, d, mp_pattern="sparse", pairs=4 * n, seed=seed)
+    return inst.with_topology(expander_links(n, d, seed))
+
+
+@pytest.mark.parametrize("limit", [1e-4, 0.02, 0.2])
+def test_a_tiny_time_limit_returns_a_checked_routing_no_worse_than_the_start(limit):
+    inst = _fixed()
+    P = route.build_problem(inst, registry.get("route-approx").options({}))
+    start = approx_min_congestion(inst.n, P.arcs, P.res_arcs, P.res_cap, P.D, max_iter=0)
+    assert start.iterations == 0  # the key-path start, before any master
+    res = pipeline.solve_checked(inst, "route-approx", time_limit=limit)
+    assert res.status in (Status.FEASIBLE, Status.OPTIMAL), res.message
+    assert res.violations == ()  # the independent checker accepts it
+    assert res.objective <= start.upper * P.sec_per_unit * (1 + 1e-9)
+    assert res.bound is not None and res.bound <= res.objective * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_no_time_for_the_first_pricing_returns_the_start_with_a_valid_hop_bound(
+        seed, monkeypatch):
+    """The probe says one pricing costs more than the time left (as at n = 10^4): the result
+    is the shortest-path start, checker-clean, and its hop bound is below the route LP
+    optimum (brute force: route-milp's exact LP)."""
+    def too_costly(self, mu, k=common.PROBE_SOURCES):
+        self.cost = 1e6
+        return self.cost
+
+    inst = _fixed(n=24, d=4, seed=seed)
+    exact = registry.solve(inst, "route-milp")
+    assert exact.status is Status.OPTIMAL
+    monkeypatch.setattr(common.Pricer, "probe", too_costly)
+    res = pipeline.solve_checked(inst, "route-approx", time_limit=30)
+    assert res.status is Status.FEASIBLE and res.violations == (), res.message
+    assert "stopped before the first round" in res.message
+    P = route.build_problem(inst, registry.get("route-approx").options({}))
+    topo, routing = shortest_paths(inst, P.topology, P.rings, 0)
+    assert res.objective == pytest.approx(comm_time(inst, topo, routing), rel=1e-12)
+    assert 0 < res.bound <= exact.objective * (1 + 1e-9)
+
+
+def test_the_probe_extrapolates_one_all_sources_pricing():
+    inst = _fixed(n=96, d=4)
+    P = route.build_problem(inst, registry.get("route-approx").options({}))
+    import numpy as np
+
+    sources = np.flatnonzero(P.D.sum(axis=1) > 0)
+    pricer = common.Pricer(inst.n, P.arcs, np.arange(len(P.arcs)), P.res_cap, sources, P.D,
+                           P.D[sources], False)
+    mu = common.normalise(1.0 / P.res_cap, P.res_cap, None)
+    assert pricer.probe(mu, k=8) > 0
+    pricer.limits = common.Limits(0.0, None, 1, 0.01)
+    assert pricer.affords(1e9)  # no time limit: always
+
+
+@pytest.mark.parametrize("members", [(0, 1), (2, 5, 9), (0, 3, 4, 7), (1, 2, 4, 6, 8),
+                                     (0, 1, 2, 3, 4, 5)])
+def test_the_linear_totient_check_agrees_with_the_candidate_list(members):
+    """Brute force: every permutation of the members (so every rotation and reversal), and
+    orders with a stranger or a repeat, against the rotated candidates of totient_orders."""
+    from itertools import permutations
+
+    from topoopt_milp.core.circulant import is_totient_order, totient_orders
+    from topoopt_milp.core.scope import _rotated
+
+    allowed = {tuple(_rotated(o)) for o in totient_orders(members)}
+    for order in permutations(members):
+        assert is_totient_order(members, order) == (tuple(_rotated(order)) in allowed)
+    assert not is_totient_order(members, (*members[:-1], 99))
+    assert not is_totient_order(members, (*members[:-1], members[0]))
+    assert not is_totient_order(members, members[:-1])
