@@ -104,8 +104,11 @@ def problem_on(instance: Instance, topology: Topology, rings: tuple[Ring, ...]) 
     unit = _exact.volume_unit(instance)
     n = instance.n
     D = np.zeros((n, n))
-    for c in comms:
-        D[c.src, c.dst] += c.bytes / unit
+    if comms:  # np.add.at adds in the commodities' order, as the loop it replaces
+        src = np.fromiter((c.src for c in comms), np.int64, len(comms))
+        dst = np.fromiter((c.dst for c in comms), np.int64, len(comms))
+        vol = np.fromiter((c.bytes for c in comms), float, len(comms)) / unit
+        np.add.at(D, (src, dst), vol)
     L = topology.links
     u, v = np.nonzero(L)
     arcs = np.stack([u, v], axis=1)

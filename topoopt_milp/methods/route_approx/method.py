@@ -67,6 +67,7 @@ import numpy as np
 import scipy
 
 from ...core.backends.pulp_backend import BackendOutcome, highs_version
+from ...core.deadline import after_solver_s
 from ...core.errors import InputError
 from ...core.instance import Instance
 from ...core.params import Params, SolveOptions, knob, route_rings_knob
@@ -141,6 +142,8 @@ def approx_min_congestion(
     t0 = time.perf_counter()
     arcs = np.asarray(arcs, dtype=np.int64).reshape(-1, 2)
     m = len(arcs)
+    if time_limit is not None and not symmetric:
+        _probe(n, arcs, res_arcs, res_cap, demand, core.Limits(t0, time_limit, max_iter, epsilon))
     D = np.array(demand, dtype=float)
     if D.shape != (n, n):
         raise ValueError(f"demand: expected an ({n}, {n}) matrix, got shape {D.shape}")
@@ -174,6 +177,25 @@ def approx_min_congestion(
         max_cols = max(4 * m, n * n // 16)
     return solve_paths(n, arcs, arc_id, res_of_arc, res_cap, D, limits, max_cols, init_rounds,
                        seed, warm)
+
+
+def _probe(n, arcs, res_arcs, res_cap, demand, limits) -> None:
+    """:class:`~.common.StartTooCostly` when one all-sources pricing (timed on a few sources,
+    :meth:`~.common.Pricer.probe`) does not fit in the time left: checked before the dense
+    ``n x n`` copies the search makes (10 s of a 20 s limit at n = 10^4, load 7)."""
+    if len(arcs) == 0:
+        return
+    sizes = np.array([len(a) for a in res_arcs])
+    res_of_arc = np.zeros(len(arcs), np.int64)
+    res_of_arc[np.concatenate([np.asarray(a, np.int64) for a in res_arcs])] = np.repeat(
+        np.arange(len(res_arcs)), sizes)
+    cap = np.asarray(res_cap, float)
+    sources = np.flatnonzero(np.asarray(demand).sum(axis=1) > 0)
+    pricer = core.Pricer(n, arcs, res_of_arc, cap, sources, None, None, False)
+    pricer.limits = limits
+    if pricer.probe(core.normalise(1.0 / cap, cap, None)) > 0 and not pricer.affords(1):
+        raise core.StartTooCostly(f"one all-sources pricing (~{pricer.cost:.1f} s) does not "
+                                  f"fit in the {max(0.0, limits.left()):.1f} s left")
 
 
 # -- circulant case: source-0 trees (Dantzig-Wolfe) -----------------------------------------
@@ -295,9 +317,12 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     prev = options.warm_start
     warm = (WarmStart.from_solution(prev, instance.n)
             if prev is not None and prev.routing is not None and not sym else None)
+    # kept back for the routing's assembly and its evaluation in finish (the same work per
+    # commodity as the checker's, so the same estimate: core.deadline.after_solver_s)
+    keep = after_solver_s(len(P.commodities))
     try:
         res = approx_min_congestion(instance.n, P.arcs, P.res_arcs, P.res_cap, P.D, float(eps),
-                                    options.time_left(), symmetric=sym, seed=options.seed,
+                                    options.time_left(keep), symmetric=sym, seed=options.seed,
                                     columns=options.method.columns, warm=warm)
     except core.StartTooCostly as exc:
         return _cheap_start(instance, options, P, str(exc), t0)
