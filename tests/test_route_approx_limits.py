@@ -88,3 +88,43 @@ def test_the_linear_totient_check_agrees_with_the_candidate_list(members):
     assert not is_totient_order(members, (*members[:-1], 99))
     assert not is_totient_order(members, (*members[:-1], members[0]))
     assert not is_totient_order(members, members[:-1])
+
+
+@pytest.mark.slow
+def test_n10000_route_approx_returns_within_the_allowance_no_worse_than_the_start(tmp_path):
+    """n = 10^4 (the documented maximum; the instance of bench_limits_large.py): a whole
+    ``solve -m route-approx --topology EXPANDER --time-limit 60`` process returns within
+    max(1.2 L, L + 5 s) with a routing no worse than the expander's shortest paths on the same
+    topology (the start), or is refused up front (exit 2) on a machine too loaded for it."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from topoopt_milp.core.deadline import allowance
+
+    inst = tmp_path / "n10000.json"
+    generators.mixed(10_000, 8, mp_pattern="sparse", pairs=80_000, seed=1).save(inst)
+    cli = [sys.executable, "-c", "from topoopt_milp.cli import main; main()"]
+    env = {**os.environ}
+    exp, edges, out = tmp_path / "exp.json", tmp_path / "exp.edgelist", tmp_path / "ra.json"
+    subprocess.run([*cli, "solve", str(inst), "-m", "expander", "--out", str(exp)], check=True,
+                   env=env, capture_output=True)
+    subprocess.run([*cli, "export", str(exp), "--format", "edgelist", "-o", str(edges)],
+                   check=True, env=env, capture_output=True)
+    t0 = time.perf_counter()
+    proc = subprocess.run([*cli, "solve", str(inst), "-m", "route-approx", "--topology",
+                           str(edges), "--time-limit", "60", "--out", str(out)], env=env,
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode == 2:
+        assert "cannot be honoured" in proc.stderr and wall <= allowance(60.0)
+        return
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert wall <= allowance(60.0)
+    start = json.loads(exp.read_text())["objective"]
+    res = json.loads(out.read_text())
+    assert res["status"] in ("feasible", "optimal") and not res.get("violations")
+    assert res["objective"] <= start * (1 + 1e-9)
+    assert 0 < res["bound"] <= res["objective"]

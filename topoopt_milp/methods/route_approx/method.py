@@ -144,12 +144,14 @@ def approx_min_congestion(
     m = len(arcs)
     if time_limit is not None and not symmetric:
         _probe(n, arcs, res_arcs, res_cap, demand, core.Limits(t0, time_limit, max_iter, epsilon))
-    D = np.array(demand, dtype=float)
+    D = np.asarray(demand, dtype=float)  # not copied unless its diagonal must be cleared
     if D.shape != (n, n):
         raise ValueError(f"demand: expected an ({n}, {n}) matrix, got shape {D.shape}")
     if (D < 0).any() or not np.isfinite(D).all():
         raise ValueError("demand: volumes must be finite and non-negative")
-    np.fill_diagonal(D, 0.0)
+    if D.diagonal().any():
+        D = D.copy()
+        np.fill_diagonal(D, 0.0)
     res_cap = np.asarray(res_cap, dtype=float)
     if len(res_cap) != len(res_arcs) or (res_cap <= 0).any():
         raise ValueError("res_cap: need one positive capacity per resource")
@@ -160,7 +162,7 @@ def approx_min_congestion(
         res_of_arc[np.asarray(a, dtype=np.int64)] = r
     if (res_of_arc < 0).any():
         raise ValueError("res_arcs: every arc needs a resource")
-    arc_id = np.full((n, n), -1, dtype=np.int64)
+    arc_id = np.full((n, n), -1, dtype=np.int64 if m >= 2**31 else np.int32)  # 400 MB at 10^4
     arc_id[arcs[:, 0], arcs[:, 1]] = np.arange(m)
     if (arc_id[arcs[:, 0], arcs[:, 1]] != np.arange(m)).any():
         raise ValueError("arcs: duplicate arcs (merge parallel links into one capacity)")

@@ -193,7 +193,8 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
     t = time.perf_counter()
     m, R = len(arcs), len(cap)
     sources = np.flatnonzero(D.sum(axis=1) > 0)
-    S, rows = len(sources), D[sources]
+    S = len(sources)
+    rows = D if len(sources) == n else D[sources]  # every node a source: D itself, not an n x n copy
     pricer = Pricer(n, arcs, res_of_arc, cap, sources, D, rows, False)
     pricer.limits = limits
     mu0 = normalise(1.0 / cap, cap, None)
