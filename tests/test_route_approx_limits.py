@@ -32,6 +32,8 @@ def test_a_tiny_time_limit_returns_a_checked_routing_no_worse_than_the_start(lim
     assert res.status in (Status.FEASIBLE, Status.OPTIMAL), res.message
     assert res.violations == ()  # the independent checker accepts it
     assert res.objective <= start.upper * P.sec_per_unit * (1 + 1e-9)
+    topo, routing = shortest_paths(inst, P.topology, P.rings, 0)  # the incumbent's start
+    assert res.objective <= comm_time(inst, topo, routing) * (1 + 1e-9)
     assert res.bound is not None and res.bound <= res.objective * (1 + 1e-9)
 
 
@@ -128,3 +130,30 @@ def test_n10000_route_approx_returns_within_the_allowance_no_worse_than_the_star
     assert res["status"] in ("feasible", "optimal") and not res.get("violations")
     assert res["objective"] <= start * (1 + 1e-9)
     assert 0 < res["bound"] <= res["objective"]
+
+
+def test_a_search_stopped_worse_than_its_start_returns_the_start(monkeypatch):
+    """The search stopped before improving (here: no rounds at all) on key paths worse than
+    the hop-shortest start (as at n = 10^4: 0.9147 against 0.7969 s after one round): the
+    start is returned, checker-clean, with the search's bound."""
+    from topoopt_milp.core.evaluate import objective_value
+    from topoopt_milp.methods.route_approx import method
+
+    real = method.approx_min_congestion
+    monkeypatch.setattr(method, "approx_min_congestion",
+                        lambda *a, **k: real(*a, **{**k, "max_iter": 0}))
+    kept = 0
+    for seed in range(6):
+        inst = _fixed(n=40, d=4, seed=seed)
+        P = route.build_problem(inst, registry.get("route-approx").options({}))
+        topo, routing = shortest_paths(inst, P.topology, P.rings, 0)
+        start = objective_value(inst, topo, routing)
+        key = real(inst.n, P.arcs, P.res_arcs, P.res_cap, P.D, max_iter=0).upper * P.sec_per_unit
+        res = pipeline.solve_checked(inst, "route-approx")
+        assert res.violations == () and res.status is Status.FEASIBLE, res.message
+        assert res.objective == pytest.approx(min(start, key), rel=1e-9)
+        if key > start * (1 + 1e-9):
+            kept += 1
+            assert "the start routing kept" in res.message
+        assert res.bound <= res.objective
+    assert kept >= 1  # the case arises on these instances

@@ -322,12 +322,13 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     # kept back for the routing's assembly and its evaluation in finish (the same work per
     # commodity as the checker's, so the same estimate: core.deadline.after_solver_s)
     keep = after_solver_s(len(P.commodities))
+    start = _start(instance, options, P)  # the incumbent to beat (issue 20)
     try:
         res = approx_min_congestion(instance.n, P.arcs, P.res_arcs, P.res_cap, P.D, float(eps),
                                     options.time_left(keep), symmetric=sym, seed=options.seed,
                                     columns=options.method.columns, warm=warm)
     except core.StartTooCostly as exc:
-        return _cheap_start(instance, options, P, str(exc), t0)
+        return _cheap_start(instance, options, P, str(exc), t0, start)
     t = time.perf_counter()
     pair_paths = {(s, t): paths for s, t, paths in res.pair_paths(P.D)}
     routing = _exact.routing_from_pair_paths(instance, P.topology, P.rings, pair_paths,
@@ -344,13 +345,39 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     out = route.finish("route-approx", P, options, outcome, routing,
                        res.upper * P.sec_per_unit, res.lower * P.sec_per_unit,
                        time.perf_counter() - t0, note=note)
+    start_obj = start[2]
+    if out.objective is not None and start_obj < out.objective * (1 - 1e-9):
+        # the search stopped on a routing worse than its start (n = 10^4 after one round:
+        # 0.9147 s against the shortest paths' 0.7969 s): the start, with the search's bound
+        outcome = BackendOutcome(Status.FEASIBLE, None, res.lower, res.timings["total"],
+                                 "approx-cg", outcome.version, {})
+        out = route.finish("route-approx", P, options, outcome, start[1], None,
+                           res.lower * P.sec_per_unit, time.perf_counter() - t0,
+                           note=f"{note}; the start routing kept (shortest paths, "
+                                f"{start_obj:.6g} against the search's {out.objective:.6g})")
     if sym:  # the lengths of a later warm start (see .warm)
         return out
     lengths = WarmStart(instance.n, *(np.zeros(0),) * 4, P.arcs, res.lengths).info()
     return out.with_(info={**out.info, INFO_KEY: lengths})
 
 
-def _cheap_start(instance: Instance, options: SolveOptions, P, why: str, t0: float) -> SolveResult:
+def _start(instance: Instance, options: SolveOptions, P):
+    """The incumbent route-approx starts from: hop-shortest paths
+    (:func:`~topoopt_milp.methods.result_step.shortest_paths`, the routing of the ``expander``
+    and the other heuristics), as ``(topology, routing, objective)``; the result is never
+    worse than it."""
+    from ...core.evaluate import objective_value
+    from ..result_step import shortest_paths
+
+    start = shortest_paths(instance, P.topology, P.rings, options.seed)
+    if start is None:  # build_problem refused disconnected demand already
+        raise InputError("topology: a pair with demand is not connected")
+    kind = "max_link_utilization" if P.shared else "comm_time"
+    return (*start, objective_value(instance, start[0], start[1], kind))
+
+
+def _cheap_start(instance: Instance, options: SolveOptions, P, why: str, t0: float,
+                 start) -> SolveResult:
     """The start when not even the first all-sources pricing fits the time limit (n = 10^4,
     ``--time-limit 20``: one pricing took 35 s): shortest paths by hop count
     (:func:`~topoopt_milp.methods.result_step.shortest_paths`) and the hop bound.
@@ -363,11 +390,7 @@ def _cheap_start(instance: Instance, options: SolveOptions, P, why: str, t0: flo
     module docstring covers the roundings. Not given when links were left out of the model
     (:mod:`..formulations.shared_capacity`)."""
     from ..formulations import route
-    from ..result_step import shortest_paths
 
-    start = shortest_paths(instance, P.topology, P.rings, options.seed)
-    if start is None:  # build_problem refused disconnected demand already
-        raise InputError("topology: a pair with demand is not connected")
     lower = None
     if P.dropped is None:
         src, dst = np.nonzero(P.D > 0)
