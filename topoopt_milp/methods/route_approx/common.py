@@ -21,6 +21,7 @@ PRICE_TOL = 1e-9  # relative improvement a new path needs to enter
 ALPHA = 0.5  # Wentges smoothing weight of the best-bound lengths
 MASTER_TOL = 1e-5  # interior-point tolerances of the path master
 ASCENT = 8  # supergradient steps on the bound per round (Bound.ascend)
+LOAD_BLOCK = 256  # trees per block in Pricer.loads
 PROBE_SOURCES = 32  # sources of the timed Dijkstra that estimates an all-sources call
 
 
@@ -187,7 +188,7 @@ def tree_sum_up(order, pred, demand, roots) -> np.ndarray:
     """Subtree demand below every node (the load of tree arc ``(pred v, v)``), nodes
     processed farthest first."""
     K, n = pred.shape
-    acc = demand.astype(float).copy()
+    acc = np.array(demand, dtype=float)  # one copy
     rows = np.arange(K)
     for i in range(n - 1, 0, -1):
         v = order[:, i]
@@ -211,6 +212,7 @@ class Pricer:
                        shape=(n, n))
         self.perm = G.data.astype(np.int64) - 1  # csr slot -> arc
         self.indices, self.indptr = G.indices, G.indptr
+        self._arc_id: np.ndarray | None = None  # (n, n) arc ids, for loads()
         self.cost = 0.0  # wall seconds of the last all-sources call (probe: extrapolated)
         self.limits: Limits | None = None  # set by the caller: calls past it are skipped
 
@@ -265,11 +267,16 @@ class Pricer:
     def loads(self, dist, pred) -> np.ndarray:
         """Per resource: the load of the shortest-path routing of trees ``pred``."""
         acc = tree_sum_up(tree_order(dist), pred, self.rows, self.sources)
-        v = np.nonzero(pred >= 0)
-        arc_id = np.full((self.n, self.n), -1, np.int64)
-        arc_id[self.arcs[:, 0], self.arcs[:, 1]] = np.arange(len(self.arcs))
-        a = arc_id[pred[v], v[1]]
-        return np.bincount(self.res_of_arc[a], weights=acc[v], minlength=len(self.cap))
+        if self._arc_id is None:  # built once (it was rebuilt per ascent step), int32
+            self._arc_id = np.full((self.n, self.n), -1, np.int32)
+            self._arc_id[self.arcs[:, 0], self.arcs[:, 1]] = np.arange(len(self.arcs))
+        out = np.zeros(len(self.cap))
+        for lo in range(0, len(pred), LOAD_BLOCK):  # blocks of trees: no (S n) index arrays
+            p, w = pred[lo:lo + LOAD_BLOCK], acc[lo:lo + LOAD_BLOCK]
+            k, v = np.nonzero(p >= 0)
+            a = self._arc_id[p[k, v], v]
+            out += np.bincount(self.res_of_arc[a], weights=w[k, v], minlength=len(self.cap))
+        return out
 
     def bound(self, lb: float, mu: np.ndarray) -> Bound:
         return Bound(self, self.cap, lb, mu)
