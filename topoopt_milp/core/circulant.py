@@ -43,6 +43,30 @@ def totient_orders(members) -> list[tuple[int, ...]]:
         tuple(ms)]
 
 
+def is_totient_order(members, order) -> bool:
+    """Whether ``order`` is, up to rotation, one of :func:`totient_orders` of ``members``.
+
+    Each candidate ``member[(i m) mod k]`` starts at the smallest member, and its second
+    node ``member[m]`` names ``m``; so ``order`` rotated to start at its smallest node is a
+    candidate iff that ``m`` has ``gcd(m, k) = 1`` and the order is ``member[(i m) mod k]``.
+    Checked in ``O(k)``, instead of building the ``phi(k)`` candidates of ``k`` nodes each
+    (10^7 tuples at k = 5000, n = 10^4: 14 s per solution summary)."""
+    ms = sorted(members)
+    k = len(ms)
+    o = list(order)
+    if len(o) != k or k == 0:
+        return False
+    if k == 1:
+        return o == ms
+    start = o.index(min(o))
+    o = o[start:] + o[:start]
+    pos = {v: i for i, v in enumerate(ms)}
+    m = pos.get(o[1])
+    if m is None or gcd(m, k) != 1:
+        return False
+    return all(o[i] == ms[(i * m) % k] for i in range(k))
+
+
 def rep(n: int, x: int) -> int:
     """The jump ``p <= n/2`` naming the same ring as ``x`` (``x`` and ``-x`` mod ``n``)."""
     x %= n

@@ -60,13 +60,13 @@ def arc_loads(n: int, routing: Routing) -> np.ndarray:
 
 def congestion(topology: Topology, loads: np.ndarray, link_bytes_per_s: float) -> float:
     """``max_a load(a) / cap(a)``; infinite if any load sits on an arc without a link."""
-    cap = topology.links * link_bytes_per_s
-    used = loads > 0
-    if not used.any():
+    used = np.flatnonzero(loads > 0)  # only the used arcs: no n x n capacity matrix
+    if not len(used):
         return 0.0
-    if (cap[used] <= 0).any():
+    cap = topology.links.flat[used] * link_bytes_per_s
+    if (cap <= 0).any():
         return float("inf")
-    return float((loads[used] / cap[used]).max())
+    return float((loads.flat[used] / cap).max())
 
 
 def max_path_hops(routing: Routing) -> int:
@@ -194,12 +194,24 @@ def moore_lower_bound(instance: Instance) -> float:
     """
     n, d = instance.n, instance.degree
     slots = moore_slots(n, d)
-    mp = instance.mp_matrix()
+    # each node's positive demands in descending order (the sorted dense row's leading
+    # part: zeros contribute nothing), summed as the dense rows were, without n x n arrays
     byte_hops = 0.0
-    for i in range(n):
-        row = np.sort(np.delete(mp[i], i))[::-1]
-        nz = row > 0
-        byte_hops += float((row[nz] * slots[nz]).sum())
+    if instance.mp:
+        s, t, b = (np.array(col) for col in zip(*instance.mp, strict=True))
+        key = s.astype(np.int64) * n + t.astype(np.int64)
+        pairs, inv = np.unique(key, return_inverse=True)
+        vol = np.zeros(len(pairs))
+        np.add.at(vol, inv, b.astype(float))  # repeated pairs summed in file order
+        src = pairs // n
+        keep = vol > 0
+        src, vol = src[keep], vol[keep]
+        order = np.lexsort((-vol, src))
+        src, vol = src[order], vol[order]
+        bounds = np.searchsorted(src, np.arange(n + 1))
+        for i in np.flatnonzero(np.diff(bounds)).tolist():
+            row = vol[bounds[i]:bounds[i + 1]]
+            byte_hops += float((row * slots[:len(row)]).sum())
     byte_hops += instance.allreduce_bytes()  # ring edges: at least one hop each
     return byte_hops / (n * d * instance.link_bytes_per_s)
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .circulant import circulant_jumps, totient_orders
+from .circulant import circulant_jumps, is_totient_order
 
 if TYPE_CHECKING:
     from .instance import Instance
@@ -52,8 +52,11 @@ UNKNOWN_COUNT = 2**31  # a count a stored row does not give: larger than any cap
 def topology_hash(links: np.ndarray) -> str:
     """Hash (16 hex digits) of a link matrix, for fixed-topology scopes."""
     L = np.asarray(links, dtype=np.int64)
-    i, j = np.nonzero(np.triu(L))
-    text = json.dumps([int(L.shape[0]), [[int(a), int(b), int(L[a, b])] for a, b in zip(i, j)]])
+    i, j = np.nonzero(L)
+    up = i < j  # np.triu's nonzeros in the same (row-major) order, without its n x n copy
+    i, j = i[up], j[up]
+    text = json.dumps([int(L.shape[0]), [[a, b, c] for a, b, c in
+                                         zip(i.tolist(), j.tolist(), L[i, j].tolist())]])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -84,14 +87,10 @@ class Features:
     def of(cls, instance: Instance, topology: Topology, routing: Routing) -> Features:
         per_group: dict[int, set] = {}
         totient = True
-        allowed: dict[int, set] = {}
         for r in routing.rings:
-            members = instance.allreduce[r.group].members
-            if r.group not in allowed:
-                allowed[r.group] = {tuple(_rotated(o)) for o in totient_orders(members)}
             order = tuple(_rotated(r.order))
             per_group.setdefault(r.group, set()).add(order)
-            totient &= order in allowed[r.group]
+            totient = totient and is_totient_order(instance.allreduce[r.group].members, order)
         return cls(
             topology_hash=topology_hash(topology.links),
             jumps=circulant_single_jumps(topology.links),

@@ -355,6 +355,9 @@ def _build(pairs: Iterable[Pair], instance: Instance, shown: str) -> Topology:
             raise TopologyFileError(f"{shown}: node {v} uses {p} of its {d} ports; the instance "
                                     "is regular (every port is linked)")
     links = np.zeros((n, n), dtype=np.int64)
-    for (i, j), c in counts.items():
-        links[i, j] = links[j, i] = c
+    if counts:
+        ij = np.array(list(counts), dtype=np.int64)
+        c = np.array(list(counts.values()), dtype=np.int64)
+        links[ij[:, 0], ij[:, 1]] = links[ij[:, 1], ij[:, 0]] = c
+    links.setflags(write=False)  # Topology keeps it without a copy (800 MB at n = 10^4)
     return Topology(links)

@@ -21,6 +21,8 @@ PRICE_TOL = 1e-9  # relative improvement a new path needs to enter
 ALPHA = 0.5  # Wentges smoothing weight of the best-bound lengths
 MASTER_TOL = 1e-5  # interior-point tolerances of the path master
 ASCENT = 8  # supergradient steps on the bound per round (Bound.ascend)
+LOAD_BLOCK = 256  # trees per block in Pricer.loads
+PROBE_SOURCES = 32  # sources of the timed Dijkstra that estimates an all-sources call
 
 
 @dataclass
@@ -186,7 +188,7 @@ def tree_sum_up(order, pred, demand, roots) -> np.ndarray:
     """Subtree demand below every node (the load of tree arc ``(pred v, v)``), nodes
     processed farthest first."""
     K, n = pred.shape
-    acc = demand.astype(float).copy()
+    acc = np.array(demand, dtype=float)  # one copy
     rows = np.arange(K)
     for i in range(n - 1, 0, -1):
         v = order[:, i]
@@ -210,8 +212,38 @@ class Pricer:
                        shape=(n, n))
         self.perm = G.data.astype(np.int64) - 1  # csr slot -> arc
         self.indices, self.indptr = G.indices, G.indptr
+        self._arc_id: np.ndarray | None = None  # (n, n) arc ids, for loads()
+        self.cost = 0.0  # wall seconds of the last all-sources call (probe: extrapolated)
+        self.limits: Limits | None = None  # set by the caller: calls past it are skipped
+
+    def probe(self, mu: np.ndarray, k: int = PROBE_SOURCES) -> float:
+        """Estimated wall seconds of one all-sources call: a Dijkstra from ``k`` of the
+        sources, timed and scaled by ``S / k`` (at n = 10^4 one call took 35 s, more than a
+        20 s limit; the search must know before it starts one)."""
+        S = len(self.sources)
+        if k >= S:
+            return self.cost
+        length = mu[self.res_of_arc]
+        G = csr_matrix((length[self.perm], self.indices, self.indptr), shape=(self.n, self.n))
+        t = time.perf_counter()
+        dijkstra(G, directed=True, indices=self.sources[:k], return_predecessors=True)
+        self.cost = (time.perf_counter() - t) * S / k
+        return self.cost
+
+    def affords(self, calls: float = 1.0) -> bool:
+        """Whether ``calls`` more all-sources calls fit in the time left (always without a
+        time limit)."""
+        left = None if self.limits is None else self.limits.left()
+        return left is None or left >= calls * self.cost
 
     def __call__(self, mu: np.ndarray, bound_only: bool = False):
+        t0 = time.perf_counter()
+        try:
+            return self._call(mu, bound_only)
+        finally:
+            self.cost = time.perf_counter() - t0
+
+    def _call(self, mu: np.ndarray, bound_only: bool):
         length = mu[self.res_of_arc]
         G = csr_matrix((length[self.perm], self.indices, self.indptr), shape=(self.n, self.n))
         if bound_only:
@@ -230,16 +262,21 @@ class Pricer:
         lb = total / norm * (1.0 - 4.0 * (self.n + 8) * U_ROUND) if norm > 0 else 0.0
         if bound_only:
             return lb
-        return dist, pred.astype(np.int64), lb
+        return dist, pred, lb  # scipy's int32 predecessors (400 MB less each at n = 10^4)
 
     def loads(self, dist, pred) -> np.ndarray:
         """Per resource: the load of the shortest-path routing of trees ``pred``."""
         acc = tree_sum_up(tree_order(dist), pred, self.rows, self.sources)
-        v = np.nonzero(pred >= 0)
-        arc_id = np.full((self.n, self.n), -1, np.int64)
-        arc_id[self.arcs[:, 0], self.arcs[:, 1]] = np.arange(len(self.arcs))
-        a = arc_id[pred[v], v[1]]
-        return np.bincount(self.res_of_arc[a], weights=acc[v], minlength=len(self.cap))
+        if self._arc_id is None:  # built once (it was rebuilt per ascent step), int32
+            self._arc_id = np.full((self.n, self.n), -1, np.int32)
+            self._arc_id[self.arcs[:, 0], self.arcs[:, 1]] = np.arange(len(self.arcs))
+        out = np.zeros(len(self.cap))
+        for lo in range(0, len(pred), LOAD_BLOCK):  # blocks of trees: no (S n) index arrays
+            p, w = pred[lo:lo + LOAD_BLOCK], acc[lo:lo + LOAD_BLOCK]
+            k, v = np.nonzero(p >= 0)
+            a = self._arc_id[p[k, v], v]
+            out += np.bincount(self.res_of_arc[a], weights=w[k, v], minlength=len(self.cap))
+        return out
 
     def bound(self, lb: float, mu: np.ndarray) -> Bound:
         return Bound(self, self.cap, lb, mu)
@@ -257,6 +294,11 @@ def normalise(mu, cap, fallback):
     if not (mu > 0).any():
         return fallback
     return mu / math.fsum((mu * cap).tolist())
+
+
+class StartTooCostly(Exception):
+    """The first all-sources pricing (the start routing and the first bound) does not fit in
+    the time left: the caller returns its cheap start instead (:mod:`.method`)."""
 
 
 @dataclass
@@ -305,6 +347,8 @@ class Bound:
         if lb > self.lb:
             self.lb, self.mu = lb, mu_sep
         for a in self.SEARCH if alpha > 0 else ():
+            if not self.pricer.affords(2):  # keep time for the rounds' own pricing
+                break
             point = smooth(a, best, mu, self.cap)
             lb = self.pricer(point, bound_only=True)
             if lb > self.lb:
@@ -329,6 +373,8 @@ class Bound:
         is higher; ``eta`` is halved on a rejection, grown on an acceptance."""
         eta = self.eta
         for _ in range(steps):
+            if not self.pricer.affords(5):  # a step: up to 4 calls; only the bound gains
+                break
             dist, pred = self.pricer(self.mu)[:2]
             r = self.pricer.loads(dist, pred) / self.cap / max(self.lb, 1e-300) - 1.0
             for _ in range(3):

@@ -52,6 +52,7 @@ from .common import (
     ApproxResult,
     Limits,
     Pricer,
+    StartTooCostly,
     master_highs,
     normalise,
     paths_back,
@@ -192,9 +193,14 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
     t = time.perf_counter()
     m, R = len(arcs), len(cap)
     sources = np.flatnonzero(D.sum(axis=1) > 0)
-    S, rows = len(sources), D[sources]
+    S = len(sources)
+    rows = D if len(sources) == n else D[sources]  # every node a source: D itself, not an n x n copy
     pricer = Pricer(n, arcs, res_of_arc, cap, sources, D, rows, False)
+    pricer.limits = limits
     mu0 = normalise(1.0 / cap, cap, None)
+    if limits.time_limit is not None and pricer.probe(mu0) > 0 and not pricer.affords(1):
+        raise StartTooCostly(f"one all-sources pricing (~{pricer.cost:.1f} s) does not fit in "
+                             f"the {max(0.0, limits.left()):.1f} s left")
     # key trees by hop count: near-optimal lengths are ~0 on half the arcs (a warm start's
     # key paths under them wandered, the start was 2x worse than the old routing)
     dist, key, lb = pricer(mu0)
@@ -241,7 +247,7 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
     # diversify: trees under randomly perturbed lengths give pairs equally short alternatives
     rng = np.random.default_rng(seed)
     for _ in range(init_rounds if warm is None else 0):
-        if limits.out_of_time():
+        if limits.out_of_time() or not pricer.affords(2):  # keep a master and a pricing
             break
         mu_r = mu0 * rng.uniform(1.0, 1.5, size=R)
         dist_r, pred_r, _ = pricer(mu_r)
@@ -253,15 +259,18 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
     last_pool, x, mu = _Pool(), np.zeros(1), mu_start
     start_base = last_base = (base, knodes, kptr, rebased.copy())  # of the master giving x
     pruning = Pruning(upper0, bound.lb)
+    master_s = 0.0  # wall seconds of the last master (build and solve)
     while it < limits.max_iter:
-        if limits.out_of_time():
-            status = "time_limit"
+        left = limits.left()
+        if limits.out_of_time() or (left is not None and left < master_s + pricer.cost):
+            status = "time_limit"  # a round (master and pricing) no longer fits
             break
         it += 1
         t = time.perf_counter()
         h = _master(pool, base_res, cap, n)
         stop = run_master(h, limits)
-        timings["master"] += time.perf_counter() - t
+        master_s = time.perf_counter() - t
+        timings["master"] += master_s
         if stop:  # keep the last master solution
             status = stop
             break
@@ -270,6 +279,9 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
         upper = float(((np.asarray(sol.row_value)[:R] + cap * x[0] + base_res) / cap).max())
         mu = normalise(-np.asarray(sol.row_dual)[:R], cap, mu0)
         for alpha in (ALPHA, 0.0):  # at the master's own duals when the smoothed point misprices
+            if not pricer.affords(1):  # the master's solution is kept (its base too)
+                status = "time_limit"
+                break
             dist, pred = bound.price(alpha, mu, timings)
             status = limits.stop(upper, bound.lb)
             if status:
@@ -304,8 +316,8 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
             pool = pool.take(np.flatnonzero(pool.age < AGE))
         ks, ts = np.divmod(cand, n)
         add(ks, ts, pred)
-        if SECOND:  # the trees at the best-bound lengths too: a path still shorter under
-            # the master's lengths than every path the pair now has (no duplicates)
+        if SECOND and pricer.affords(2):  # the trees at the best-bound lengths too: a path
+            # still shorter under the master's lengths than every path the pair now has
             dist2, pred2, _ = pricer(bound.mu)
             c2, _ = _improving(dist2, pred2, mu, res_of_arc, arc_id, sources, rows, base, pool)
             if len(c2):

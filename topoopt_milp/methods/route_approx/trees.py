@@ -148,6 +148,7 @@ def solve_trees(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, init_rounds
     S = len(sources)
     rows = D[sources]
     pricer = Pricer(n, arcs, res_of_arc, cap, sources, D, rows, False)
+    pricer.limits = limits
     pool = TreePool(n)
     ks_all = np.arange(S)
 
