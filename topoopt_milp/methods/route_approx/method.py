@@ -72,7 +72,7 @@ from ...core.errors import InputError
 from ...core.instance import Instance
 from ...core.params import Params, SolveOptions, knob, route_rings_knob
 from ...core.result import SolveResult, Status
-from ...core.sizes import BYTES_PER_COMMODITY, HEURISTIC_ARRAYS, Estimate
+from ...core.sizes import Estimate
 from ...core.spec import MethodSpec
 from .. import model_data as _exact
 from . import common as core
@@ -420,15 +420,30 @@ def _scope(instance, options):
     return bound_scope(instance, options)
 
 
+SEARCH_ARRAYS = 14  # (sources x n) arrays of 8 bytes the column generation holds at its peak
+BYTES_PER_PATH_COMMODITY = 3500.0  # a commodity's paths, columns, routing and checker copies
+
+
 def _memory(instance, options) -> Estimate:
-    """:func:`~topoopt_milp.core.sizes.dense_estimate` without its pair counting: the
-    commodities are counted directly (MP demands and two ring edges per member), because
-    ``np.unique`` over the free-ring pairs took 32 s of a 5 s time limit at n = 2000."""
+    """The column generation's peak: ``SEARCH_ARRAYS`` dense ``(S, n)`` arrays of 8 bytes (S
+    the nodes that send: lengths, predecessors, tree orders, loads and their copies) and
+    ``BYTES_PER_PATH_COMMODITY`` per routed commodity. Measured peaks it covers (2 cores,
+    24 GiB): 11.0 GB at n = 10^4, d = 8, every node a source, 100,000 commodities,
+    ``--time-limit 300`` (the estimate: 11.6 GB; :func:`~topoopt_milp.core.sizes.dense_estimate`
+    said 4.8 GB); 3.46 GB at n = 1024, d = 8, all-to-all, 1,047,552 commodities (3.8 GB).
+    The commodities are counted directly (MP demands and two ring edges per member), not by
+    the pair counting of ``dense_estimate``: ``np.unique`` over the free-ring pairs took 32 s
+    of a 5 s time limit at n = 2000."""
     n = instance.n
+    senders = {int(d[0]) for d in instance.mp if d[2] > 0}
     comms = sum(1 for d in instance.mp if d[2] > 0)
-    comms += sum(2 * len(g.members) for g in instance.allreduce if g.bytes > 0)
-    return Estimate(HEURISTIC_ARRAYS * 8.0 * n * n + BYTES_PER_COMMODITY * comms,
-                    f"{HEURISTIC_ARRAYS} dense {n} x {n} arrays and {comms} routed commodities")
+    for g in instance.allreduce:
+        if g.bytes > 0:
+            comms += 2 * len(g.members)
+            senders.update(int(v) for v in g.members)
+    S = len(senders)
+    return Estimate(SEARCH_ARRAYS * 8.0 * S * n + BYTES_PER_PATH_COMMODITY * comms,
+                    f"{SEARCH_ARRAYS} dense {S} x {n} arrays and {comms} routed commodities")
 
 
 SPEC = MethodSpec(
