@@ -62,9 +62,11 @@ from .common import (
 )
 
 PRUNE = 1e-6  # a column with a smaller fraction in the last master counts as unused
+UNUSED = 1e-3  # a column with a smaller fraction in the last master ages (AGE)
 AGE = 3  # masters a column may stay unused before it leaves the pool
 STALL = 5  # rounds without progress of incumbent or bound that switch pruning off
 SECOND = True
+SECOND_COLS = None
 WARM_ASCENT = 0  # supergradient steps per round of a warm start (Bound.ascend; module doc)
 REBASE = 1e-3  # a column carrying more than 1 - REBASE of its pair becomes the pair's key path
 
@@ -302,7 +304,7 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
         t = time.perf_counter()
         if len(cand) > max_cols:
             cand = cand[np.argpartition(-gain.ravel()[cand], max_cols)[:max_cols]]
-        pool.age = np.where(x[1:] > PRUNE, 0, pool.age + 1)
+        pool.age = np.where(x[1:] > UNUSED, 0, pool.age + 1)
         pool, knodes, kptr, moved = _rebase(pool, x, knodes, kptr, pidx, n)
         if len(moved):  # new key paths: the base and every column's coefficients change
             rebased[moved] = True
@@ -319,7 +321,9 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
         if SECOND and pricer.affords(2):  # the trees at the best-bound lengths too: a path
             # still shorter under the master's lengths than every path the pair now has
             dist2, pred2, _ = pricer(bound.mu)
-            c2, _ = _improving(dist2, pred2, mu, res_of_arc, arc_id, sources, rows, base, pool)
+            c2, g2 = _improving(dist2, pred2, mu, res_of_arc, arc_id, sources, rows, base, pool)
+            if SECOND_COLS is not None and len(c2) > SECOND_COLS:
+                c2 = c2[np.argpartition(-g2.ravel()[c2], SECOND_COLS)[:SECOND_COLS]]
             if len(c2):
                 add(*np.divmod(c2, n), pred2)
         timings["columns"] += time.perf_counter() - t
