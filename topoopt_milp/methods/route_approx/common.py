@@ -20,6 +20,7 @@ LENGTH_FLOOR = 1e-7  # relative floor on lengths: strictly positive arcs order e
 PRICE_TOL = 1e-9  # relative improvement a new path needs to enter
 ALPHA = 0.5  # Wentges smoothing weight of the best-bound lengths
 MASTER_TOL = 1e-5  # interior-point tolerances of the path master
+ETA_FLOOR = 0.1  # smallest first step of a round's ascent (Bound.ascend)
 ASCENT = 8  # supergradient steps on the bound per round (Bound.ascend)
 LOAD_BLOCK = 256  # trees per block in Pricer.loads
 PROBE_SOURCES = 32  # sources of the timed Dijkstra that estimates an all-sources call
@@ -371,7 +372,7 @@ class Bound:
         ``mu_r <- mu_r exp(eta (f_r / (cap(r) LB) - 1))``, accepted only when the bound it
         certifies (every candidate is non-negative lengths, so :mod:`.method`'s proof holds)
         is higher; ``eta`` is halved on a rejection, grown on an acceptance."""
-        eta = self.eta
+        eta = max(self.eta, ETA_FLOOR)  # a failed round shrank it 27x: reset it
         for _ in range(steps):
             if not self.pricer.affords(5):  # a step: up to 4 calls; only the bound gains
                 break

@@ -81,6 +81,9 @@ from .paths import solve_paths
 from .trees import solve_trees
 from .warm import INFO_KEY, WarmStart
 
+# columns entering per round per arc: 8 (was 4) since unused columns age at 1e-3 (paths.UNUSED);
+# n = 256, d = 4: 4 rounds against 6 (docs/route_approx.md, 2026-12-04 evening)
+COLS_PER_ARC = 8
 OPTIMAL_GAP = 1e-6  # a certified gap this small is reported as optimal (LP tolerances)
 
 __all__ = ["SPEC", "ApproxResult", "RouteApproxParams", "approx_min_congestion", "solve",
@@ -133,7 +136,7 @@ def approx_min_congestion(
     time_limit : seconds; the incumbent and the best bound are returned when it runs out.
     symmetric : the topology is circulant and the demand rotation-invariant (checked).
     max_iter : pricing rounds at most.
-    max_cols : path columns entering per round (default ``max(4 m, n^2 / 16)``).
+    max_cols : path columns entering per round (default ``max(COLS_PER_ARC m, n^2 / 16)``).
     columns : ``"paths"`` (:mod:`.paths`) or ``"trees"`` (per-source tree columns,
         :mod:`.trees`); the circulant reduction ignores it.
     warm : a :class:`.warm.WarmStart` of a nearby topology (path columns only; ignored by
@@ -176,7 +179,7 @@ def approx_min_congestion(
     if columns != "paths":
         raise ValueError(f"columns: expected 'paths' or 'trees', got {columns!r}")
     if max_cols is None:
-        max_cols = max(4 * m, n * n // 16)
+        max_cols = max(COLS_PER_ARC * m, n * n // 16)
     return solve_paths(n, arcs, arc_id, res_of_arc, res_cap, D, limits, max_cols, init_rounds,
                        seed, warm)
 
