@@ -371,7 +371,8 @@ class Bound:
         ``f_r / cap(r)``. A step moves weight to the resources above the mean:
         ``mu_r <- mu_r exp(eta (f_r / (cap(r) LB) - 1))``, accepted only when the bound it
         certifies (every candidate is non-negative lengths, so :mod:`.method`'s proof holds)
-        is higher; ``eta`` is halved on a rejection, grown on an acceptance."""
+        is higher; ``eta`` is cut on a rejection, grown on an acceptance, and every round starts
+        at ``eta >= ETA_FLOOR`` (a failed first round had cut it to 2e-5 for good)."""
         eta = max(self.eta, ETA_FLOOR)  # a failed round shrank it 27x: reset it
         for _ in range(steps):
             if not self.pricer.affords(5):  # a step: up to 4 calls; only the bound gains
