@@ -19,8 +19,9 @@ last solution loses at most 1e-3 of a pair per dropped column, so the master val
 little if at all (the incumbent is recomputed from the returned fractions either way).
 Dropping a column at its first unused round made the search cycle on degenerate masters
 (permutation traffic on a circulant: two columns must enter together to lower ``U``; each
-entered alone, was unused and left, for 1000 rounds); when neither the incumbent nor the bound has improved for ``STALL`` rounds,
-pruning stops for the rest of the run, and column generation without deletion terminates.
+entered alone, was unused and left, for 1000 rounds); when neither the incumbent nor the
+bound has improved for ``STALL`` rounds, pruning stops for the rest of the run, and column
+generation without deletion terminates.
 After each master, a column carrying more than ``1 - REBASE`` of its pair becomes the pair's
 key path and leaves the pool (:func:`_rebase`; the base and the coefficients are recomputed),
 so the next master has neither its column nor, often, its convexity row (n = 256, d = 4:
