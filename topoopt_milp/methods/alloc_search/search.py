@@ -47,7 +47,10 @@ for the next ``n / 4`` moves.
 Restarts. At a local optimum (no single swap of the ``tries`` accepted, or the batch
 builder finds no predicted improvement) the search restarts from the next start of the
 portfolio, then from the best solution perturbed by ``kick`` random admissible swaps
-(seeded), until the time limit or ``max_iterations`` re-routings.
+(seeded), until the time limit or ``max_iterations`` re-routings. With a time limit the
+default sets no cap (0): at n = 32, d = 4 a route LP takes ~0.35-0.5 s, and the former cap
+of 500 ended runs of a 300 s limit after 176 s (gpt3-13b) and 240 s (ncf, still improving:
+results/bench_upper16/); without a time limit the cap is 500.
 
 Scope. With ``rings = choose`` every solution's rings are TotientPerms orders with a free
 split and its links satisfy the port budget and the cap: the search stays inside
@@ -103,6 +106,7 @@ log = logging.getLogger(__name__)
 
 PROGRESS = 1e-6  # relative improvement that counts as progress
 SEARCH_STARTS = "totientperms,topologyfinder,demand-greedy,expander"
+MAX_ITERATIONS = 500  # re-routings without a time limit (max_iterations = 0)
 DESCENT_S = 30.0  # hop-volume descent without a time limit: at most this many seconds
 
 
@@ -128,7 +132,9 @@ class AllocSearchParams(BestStartParams):
                      minimum=1)
     kick: int = knob(0, "alloc-search: random swaps of a perturbation restart (0: n / 8).",
                      minimum=0)
-    max_iterations: int = knob(500, "alloc-search: most re-routings.", minimum=1)
+    max_iterations: int = knob(0, "alloc-search: most re-routings (0: none under a time "
+                                  "limit, the limit ends the run; 500 without one).",
+                               minimum=0)
     hop_penalty: float = knob(1e-4, "alloc-search: cost per unit of flow per hop in the "
                                     "search LPs (prefers short routes).", minimum=0)
     polish: bool = knob(True, "alloc-search: re-route the best topology without the hop "
@@ -361,7 +367,8 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
                          elapsed(), note))
         return sol if ok else None
 
-    while it < p.max_iterations and room():
+    cap_it = p.max_iterations or (MAX_ITERATIONS if time_limit is None else None)
+    while (cap_it is None or it < cap_it) and room():
         D = _exact.demand_matrix(instance, current.rings)
         g = sw.guide(current.topology.links, D, arc_loads(n, current.routing), current.prices,
                      current.gains)
