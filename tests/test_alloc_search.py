@@ -181,3 +181,14 @@ def test_iterations_uncapped_under_a_time_limit():
     assert max(s["iteration"] for s in free.info["trajectory"]) > 5
     # the same seeded trajectory, continued: never worse than the capped run
     assert free.objective <= capped.objective * (1 + 1e-6)
+
+
+def test_search_counts_its_evaluations():
+    inst = mixed(10, 4, 0)
+    res = registry.solve(inst, "alloc-search", time_limit=3)
+    ev = res.info["evaluations"]
+    swaps_run = sum(s["kind"].startswith("swap:") for s in res.info["trajectory"])
+    # every swap batch is either an LP or a topology met again; LP time within the run
+    assert ev["lps"] + ev["cached"] >= swaps_run > 0
+    assert 0 < ev["lp_s"] <= res.runtime_s
+    assert f"{ev['lps']} LPs" in res.message

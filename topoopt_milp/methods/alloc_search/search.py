@@ -201,10 +201,15 @@ def _own(instance: Instance, options: SolveOptions, L: np.ndarray, rings) -> Sol
 
 
 def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
-           time_limit: float | None) -> tuple[Solution | None, list[Step], list[Candidate]]:
+           time_limit: float | None, stats: dict | None = None
+           ) -> tuple[Solution | None, list[Step], list[Candidate]]:
     """The local search of the module docstring; returns the best solution (``None`` when no
-    start gave one), the trajectory and the portfolio."""
+    start gave one), the trajectory and the portfolio. ``stats`` (a dict, filled in) counts
+    the search's evaluations: ``lps`` re-routings solved, ``lp_s`` their wall seconds,
+    ``cached`` topologies met again (their re-routing reused, no LP)."""
     t0 = time.perf_counter()
+    stats = {} if stats is None else stats
+    stats.update(lps=0, lp_s=0.0, cached=0)
     n = instance.n
     if p.router == "approx" and p.rings != "given":
         raise InputError("router: approx re-routes fixed rings; it needs rings = given")
@@ -228,6 +233,7 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     def routed(L: np.ndarray, penalty: float, opts: SolveOptions = lp) -> tuple[Solution | None, str]:
         key = np.ascontiguousarray(L, dtype=np.int64).tobytes() + repr((penalty, opts is lp)).encode()
         if key in seen:  # the same topology again (a batch rebuilt after a rejection): no LP
+            stats["cached"] += 1
             return seen[key]
         t = time.perf_counter()
         rem = left()  # 0.75: model building, decomposition and check surround the LP
@@ -241,6 +247,8 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
             sol, why = reroute(instance, Topology(L), rings, opts, penalty,
                                None if rem is None else 0.75 * rem)
         last[0] = time.perf_counter() - t
+        stats["lps"] += 1
+        stats["lp_s"] += last[0]
         if sol is not None:  # a failure may be the time limit: not cached
             seen[key] = (sol, why)
         return sol, why
@@ -445,9 +453,10 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     a bound, ``info`` holds the trajectory, the portfolio and ``ring_space``."""
     t0 = time.perf_counter()
     p = options.method
-    best, traj, cands = search(instance, options, p, options.time_left())
+    stats: dict = {}
+    best, traj, cands = search(instance, options, p, options.time_left(), stats)
     runtime = time.perf_counter() - t0
-    info = {"trajectory": [asdict(s) for s in traj],
+    info = {"trajectory": [asdict(s) for s in traj], "evaluations": stats,
             "starts": [{"name": c.name, "own_s": c.own.objective,
                         "routed_s": None if c.routed is None else c.routed.objective_s}
                        for c in cands]}
@@ -462,7 +471,8 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     swaps = [s for s in traj if s.kind.startswith("swap:")]
     starts = [s.objective_s for s in traj if s.kind.startswith("start:") and s.objective_s]
     first = min(starts, default=best.objective_s)
-    msg = (f"{len(swaps)} swap batch(es) re-routed, {sum(s.accepted for s in swaps)} accepted; "
+    msg = (f"{len(swaps)} swap batch(es) re-routed, {sum(s.accepted for s in swaps)} accepted "
+           f"({stats['lps']} LPs in {stats['lp_s']:.0f} s, {stats['cached']} met again); "
            f"best start {first:.6g} s -> {best.objective_s:.6g} s; rings: {info['ring_space']}")
     return _certify.heuristic("alloc-search", instance, options, best.topology, best.routing,
                               runtime, msg, info=info)
