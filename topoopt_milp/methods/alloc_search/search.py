@@ -9,9 +9,10 @@ directions with a free split), fractional routing, minimising ``T_comm``.
 Start. The best-start portfolio (:mod:`.starts`: TotientPerms, TopologyFinder,
 demand-greedy and random expanders, each re-routed by the route LP with free ring shares);
 the current solution is the best re-routed one, and a warm start (``options.warm_start``,
-e.g. alloc-alternate's result) joins the portfolio. The search never returns anything worse
-than the best start, so it is never worse than TotientPerms or TopologyFinder with LP
-routing whenever the portfolio routed them (see :mod:`.starts`).
+e.g. alloc-alternate's result) joins the portfolio (with ``rings = tours`` re-routed with its
+own ring orders among the candidates, so a continuation starts where the last run ended).
+The search never returns anything worse than the best start, so it is never worse than
+TotientPerms or TopologyFinder with LP routing whenever the portfolio routed them (see :mod:`.starts`).
 
 Descent. Route LPs are expensive at n = 128 (one LP 16-80 s on the shared 2-core machine,
 depending on its load), so the search first spends ``descent_share`` of the time limit
