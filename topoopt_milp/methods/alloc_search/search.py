@@ -9,9 +9,10 @@ directions with a free split), fractional routing, minimising ``T_comm``.
 Start. The best-start portfolio (:mod:`.starts`: TotientPerms, TopologyFinder,
 demand-greedy and random expanders, each re-routed by the route LP with free ring shares);
 the current solution is the best re-routed one, and a warm start (``options.warm_start``,
-e.g. alloc-alternate's result) joins the portfolio. The search never returns anything worse
-than the best start, so it is never worse than TotientPerms or TopologyFinder with LP
-routing whenever the portfolio routed them (see :mod:`.starts`).
+e.g. alloc-alternate's result) joins the portfolio (with ``rings = tours`` re-routed with its
+own ring orders among the candidates, so a continuation starts where the last run ended).
+The search never returns anything worse than the best start, so it is never worse than
+TotientPerms or TopologyFinder with LP routing whenever the portfolio routed them (see :mod:`.starts`).
 
 Descent. Route LPs are expensive at n = 128 (one LP 16-80 s on the shared 2-core machine,
 depending on its load), so the search first spends ``descent_share`` of the time limit
@@ -47,7 +48,10 @@ for the next ``n / 4`` moves.
 Restarts. At a local optimum (no single swap of the ``tries`` accepted, or the batch
 builder finds no predicted improvement) the search restarts from the next start of the
 portfolio, then from the best solution perturbed by ``kick`` random admissible swaps
-(seeded), until the time limit or ``max_iterations`` re-routings.
+(seeded), until the time limit or ``max_iterations`` re-routings. With a time limit the
+default sets no cap (0): at n = 32, d = 4 a route LP takes ~0.35-0.5 s, and the former cap
+of 500 ended runs of a 300 s limit after 176 s (gpt3-13b) and 240 s (ncf, still improving:
+results/bench_upper16/); without a time limit the cap is 500.
 
 Scope. With ``rings = choose`` every solution's rings are TotientPerms orders with a free
 split and its links satisfy the port budget and the cap: the search stays inside
@@ -103,6 +107,7 @@ log = logging.getLogger(__name__)
 
 PROGRESS = 1e-6  # relative improvement that counts as progress
 SEARCH_STARTS = "totientperms,topologyfinder,demand-greedy,expander"
+MAX_ITERATIONS = 500  # re-routings without a time limit (max_iterations = 0)
 DESCENT_S = 30.0  # hop-volume descent without a time limit: at most this many seconds
 
 
@@ -128,7 +133,9 @@ class AllocSearchParams(BestStartParams):
                      minimum=1)
     kick: int = knob(0, "alloc-search: random swaps of a perturbation restart (0: n / 8).",
                      minimum=0)
-    max_iterations: int = knob(500, "alloc-search: most re-routings.", minimum=1)
+    max_iterations: int = knob(0, "alloc-search: most re-routings (0: none under a time "
+                                  "limit, the limit ends the run; 500 without one).",
+                               minimum=0)
     hop_penalty: float = knob(1e-4, "alloc-search: cost per unit of flow per hop in the "
                                     "search LPs (prefers short routes).", minimum=0)
     polish: bool = knob(True, "alloc-search: re-route the best topology without the hop "
@@ -195,10 +202,15 @@ def _own(instance: Instance, options: SolveOptions, L: np.ndarray, rings) -> Sol
 
 
 def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
-           time_limit: float | None) -> tuple[Solution | None, list[Step], list[Candidate]]:
+           time_limit: float | None, stats: dict | None = None
+           ) -> tuple[Solution | None, list[Step], list[Candidate]]:
     """The local search of the module docstring; returns the best solution (``None`` when no
-    start gave one), the trajectory and the portfolio."""
+    start gave one), the trajectory and the portfolio. ``stats`` (a dict, filled in) counts
+    the search's evaluations: ``lps`` re-routings solved, ``lp_s`` their wall seconds,
+    ``cached`` topologies met again (their re-routing reused, no LP)."""
     t0 = time.perf_counter()
+    stats = {} if stats is None else stats
+    stats.update(lps=0, lp_s=0.0, cached=0)
     n = instance.n
     if p.router == "approx" and p.rings != "given":
         raise InputError("router: approx re-routes fixed rings; it needs rings = given")
@@ -219,9 +231,13 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     seen: dict[bytes, tuple[Solution | None, str]] = {}  # link matrix -> its re-routing
     hint: list[np.ndarray | None] = [None]  # the current solution's arc loads (tours' weights)
 
-    def routed(L: np.ndarray, penalty: float, opts: SolveOptions = lp) -> tuple[Solution | None, str]:
+    def routed(L: np.ndarray, penalty: float, opts: SolveOptions = lp, own=()
+               ) -> tuple[Solution | None, str]:
+        """``L`` re-routed (cached by its links); with ring tours, the orders of the rings
+        ``own`` (a warm start's) join the candidates, so that it keeps its own rings."""
         key = np.ascontiguousarray(L, dtype=np.int64).tobytes() + repr((penalty, opts is lp)).encode()
         if key in seen:  # the same topology again (a batch rebuilt after a rejection): no LP
+            stats["cached"] += 1
             return seen[key]
         t = time.perf_counter()
         rem = left()  # 0.75: model building, decomposition and check surround the LP
@@ -232,9 +248,16 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
         else:
             rings = p.rings if p.rings != "tours" else tour_candidates(
                 instance, L, hint[0], seed=options.seed)  # ring orders along L's links
+            if p.rings == "tours":
+                for r in own:
+                    orders = rings.get(r.group)
+                    if orders is not None and tuple(r.order) not in orders:
+                        orders.append(tuple(r.order))
             sol, why = reroute(instance, Topology(L), rings, opts, penalty,
                                None if rem is None else 0.75 * rem)
         last[0] = time.perf_counter() - t
+        stats["lps"] += 1
+        stats["lp_s"] += last[0]
         if sol is not None:  # a failure may be the time limit: not cached
             seen[key] = (sol, why)
         return sol, why
@@ -260,7 +283,10 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
                              None if time_limit is None else t0 + time_limit)
     ws = options.warm_start
     if ws is not None and ws.topology is not None and ws.topology.n == n:
-        sol, why = routed(np.asarray(ws.topology.links), 0.0, exact)
+        # with tours, its own ring orders too: measured on ncf-n32-d4, a warm start of
+        # 0.0109415 s re-routed over fresh tours alone came out at 0.0114853 s
+        sol, why = routed(np.asarray(ws.topology.links), 0.0, exact,
+                          ws.routing.rings if ws.routing is not None else ())
         traj.append(Step(0, f"start:warm:{ws.method}", None if sol is None else sol.objective_s,
                          sol is not None, elapsed(), why))
         if sol is not None:
@@ -361,7 +387,8 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
                          elapsed(), note))
         return sol if ok else None
 
-    while it < p.max_iterations and room():
+    cap_it = p.max_iterations or (MAX_ITERATIONS if time_limit is None else None)
+    while (cap_it is None or it < cap_it) and room():
         D = _exact.demand_matrix(instance, current.rings)
         g = sw.guide(current.topology.links, D, arc_loads(n, current.routing), current.prices,
                      current.gains)
@@ -438,9 +465,10 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     a bound, ``info`` holds the trajectory, the portfolio and ``ring_space``."""
     t0 = time.perf_counter()
     p = options.method
-    best, traj, cands = search(instance, options, p, options.time_left())
+    stats: dict = {}
+    best, traj, cands = search(instance, options, p, options.time_left(), stats)
     runtime = time.perf_counter() - t0
-    info = {"trajectory": [asdict(s) for s in traj],
+    info = {"trajectory": [asdict(s) for s in traj], "evaluations": stats,
             "starts": [{"name": c.name, "own_s": c.own.objective,
                         "routed_s": None if c.routed is None else c.routed.objective_s}
                        for c in cands]}
@@ -455,7 +483,8 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     swaps = [s for s in traj if s.kind.startswith("swap:")]
     starts = [s.objective_s for s in traj if s.kind.startswith("start:") and s.objective_s]
     first = min(starts, default=best.objective_s)
-    msg = (f"{len(swaps)} swap batch(es) re-routed, {sum(s.accepted for s in swaps)} accepted; "
+    msg = (f"{len(swaps)} swap batch(es) re-routed, {sum(s.accepted for s in swaps)} accepted "
+           f"({stats['lps']} LPs in {stats['lp_s']:.0f} s, {stats['cached']} met again); "
            f"best start {first:.6g} s -> {best.objective_s:.6g} s; rings: {info['ring_space']}")
     return _certify.heuristic("alloc-search", instance, options, best.topology, best.routing,
                               runtime, msg, info=info)
