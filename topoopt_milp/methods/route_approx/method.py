@@ -84,6 +84,10 @@ from .warm import INFO_KEY, WarmStart
 # columns entering per round per arc: 8 (was 4) since unused columns age at 1e-3 (paths.UNUSED);
 # n = 256, d = 4: 4 rounds against 6 (docs/route_approx.md, 2026-12-04 evening)
 COLS_PER_ARC = 8
+# the start routing's cost as a share of after_solver_s, measured: 1.3 of 4.9 s at n = 256
+# all-to-all (0.27), 13.6 of 73.6 s at n = 1024, d = 8 (0.18); 2 x (before) left the
+# n = 1024 search 68 of its 300 s
+START_SHARE = 0.3
 OPTIMAL_GAP = 1e-6  # a certified gap this small is reported as optimal (LP tolerances)
 
 __all__ = ["SPEC", "ApproxResult", "RouteApproxParams", "approx_min_congestion", "solve",
@@ -323,13 +327,13 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     warm = (WarmStart.from_solution(prev, instance.n)
             if prev is not None and prev.routing is not None and not sym else None)
     # kept back for the routing's assembly and its evaluation in finish (the same work per
-    # commodity as the checker's, so the same estimate: core.deadline.after_solver_s)
-    # (and, as much again, for the start routing, built after the search only when it
-    # missed epsilon: 1.3 of 10 CPU s at n = 256 all-to-all)
-    keep = after_solver_s(len(P.commodities))
+    # commodity as the checker's, so the same estimate: core.deadline.after_solver_s), and
+    # START_SHARE of it for the start routing, built after the search only when it missed
+    # epsilon
+    keep = after_solver_s(len(P.commodities)) * (1.0 + START_SHARE)
     try:
         res = approx_min_congestion(instance.n, P.arcs, P.res_arcs, P.res_cap, P.D, float(eps),
-                                    options.time_left(2 * keep), symmetric=sym,
+                                    options.time_left(keep), symmetric=sym,
                                     seed=options.seed, columns=options.method.columns,
                                     warm=warm)
     except core.StartTooCostly as exc:
