@@ -15,7 +15,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
-from .flowsim import HAVE_NUMBA, njit
+from .jit import HAVE_NUMBA, njit
 
 NUMBA_MIN_N = 1024  # smaller graphs: scipy (microseconds per source, no compile)
 

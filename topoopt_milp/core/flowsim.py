@@ -50,15 +50,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .jit import HAVE_NUMBA, njit  # noqa: F401 - HAVE_NUMBA read by core/simulate.py
 from .maxmin_kernel import (  # noqa: F401 - csr_of_paths, maxmin_rates, refill_rates: re-exported
     GROW,
-    HAVE_NUMBA,
     TIE,
     _after_leave,
     _maxmin,
     csr_of_paths,
     maxmin_rates,
-    njit,
     refill_rates,
 )
 

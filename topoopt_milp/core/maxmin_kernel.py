@@ -13,17 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # numba is a dependency (pyproject.toml); the fallback keeps the module importable
-    from numba import njit
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only without numba
-    HAVE_NUMBA = False
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
+from .jit import njit
 
 TIE = 1e-12  # relative: a recomputed level this close to its heap key counts as unchanged
 GROW = 4  # a failed tight refill is retried with its violating class this often

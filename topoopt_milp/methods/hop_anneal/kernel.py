@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.flowsim import njit  # numba's njit, or a pass-through without numba
+from ...core.jit import njit  # numba's njit, or a pass-through without numba
 
 INF = np.inf
 
