@@ -38,3 +38,11 @@ def outcome(rec: dict[str, Any]) -> str:
         last = tail.strip().splitlines()[-1] if tail.strip() else ""
         return "crashed: " + head + (f" ({last})" if last else "")
     return "failed: " + err
+
+
+def run_summary(rec: dict[str, Any]) -> dict[str, Any]:
+    """A member's line of the certificate: what it was, what it gave, how it ended."""
+    out = {k: rec.get(k) for k in ("method", "status", "objective", "bound", "wall_s",
+                                   "time_limit", "error")}
+    out["outcome"] = outcome(rec)
+    return out

@@ -81,7 +81,7 @@ from ..core.scope import ANALYTIC, CERTIFIED_SPACES, Features, Scope, space_feat
 from ..core.spec import MethodSpec
 from ..pipeline import certify_reserve
 from .child import Task, execute, kill_run
-from .member_outcome import outcome
+from .member_outcome import outcome, run_summary
 from .runner import method_record
 from .store import run_key
 
@@ -324,7 +324,7 @@ class Certificate:
             "certified_bound_by": None if cb is None else cb.by,
             "certified_gap_pct": cg,
             "invalid_bounds": list(self.invalid),
-            "runs": [_run_summary(r) for r in self.records],
+            "runs": [run_summary(r) for r in self.records],
         }
         return out
 
@@ -367,13 +367,6 @@ def _gap(inc: Incumbent | None, b: Bound | None) -> float | None:
     if inc.objective <= 0:
         return 0.0
     return max(0.0, 100.0 * (inc.objective - b.value) / inc.objective)
-
-
-def _run_summary(rec: dict[str, Any]) -> dict[str, Any]:
-    out = {k: rec.get(k) for k in ("method", "status", "objective", "bound", "wall_s",
-                                   "time_limit", "error")}
-    out["outcome"] = outcome(rec)
-    return out
 
 
 def store_record(rec: dict[str, Any]) -> dict[str, Any]:
