@@ -98,6 +98,48 @@ def test_hop_bound_below_the_optimal_routing(method):
     assert 0 < hb <= rr.objective_s * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("method", ["expander", "totientperms", "topologyfinder"])
+def test_free_hop_bound_below_the_ring_lp_for_every_split(method, seed):
+    # the bound that discards topologies before their LP must hold for whatever split the LP
+    # chooses: checked against the exact LP over TotientPerms orders and over tours (whose
+    # best split the LP finds), and it is never above the fixed-ring hop bound of a feasible split
+    from topoopt_milp.methods.alloc_search.tours import tour_candidates
+
+    inst = mixed(10, 4, seed)
+    res = registry.solve(inst, method, seed=seed)
+    L = res.topology.links
+    for cands in (ring_lp.candidate_orders(inst), tour_candidates(inst, L, None, seed=seed)):
+        fb = starts.free_hop_bound(inst, L, cands)
+        rr = ring_lp.route_rings(inst, res.topology, cands)
+        assert 0 < fb <= rr.objective_s * (1 + 1e-9)
+        assert fb <= starts.hop_bound(inst, L, rr.routing.rings) * (1 + 1e-9)
+
+
+def test_free_hop_bound_of_a_disconnected_topology_is_infinite():
+    inst = mixed(8, 2, 0)
+    L = np.zeros((8, 8), dtype=int)
+    for i in range(4):
+        for a, b in ((i, (i + 1) % 4), (4 + i, 4 + (i + 1) % 4)):
+            L[a, b] = L[b, a] = 1
+    assert starts.free_hop_bound(inst, L, ring_lp.candidate_orders(inst)) == np.inf
+
+
+def test_search_discards_by_hop_bound_without_changing_the_search():
+    # a discarded topology is one its LP could not have accepted: with and without the bound
+    # the same moves are tried and the same solution comes out, with fewer LPs
+    inst = Instance.load(ROOT / "instances/small/dlrm-n8-d4-s0.json")
+    on, off = (registry.solve(inst, "alloc-search", max_iterations=60, prune=p)
+               for p in (True, False))
+    assert on.info["evaluations"]["pruned"] > 0 and off.info["evaluations"]["pruned"] == 0
+    assert on.info["evaluations"]["lps"] < off.info["evaluations"]["lps"]
+    assert on.objective == pytest.approx(off.objective, rel=1e-9)
+    assert (on.topology.links == off.topology.links).all()
+    for s in on.info["trajectory"]:
+        if "no LP" in s["note"]:
+            assert not s["accepted"] and s["objective_s"] is None
+
+
 def test_reroute_is_checked_and_refuses_a_disconnected_topology():
     inst = mixed(8, 2, 0)
     L = np.zeros((8, 8), dtype=int)

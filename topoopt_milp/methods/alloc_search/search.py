@@ -35,7 +35,10 @@ the chain.
 Acceptance. A candidate becomes the current solution when its exact re-routed objective
 (recomputed from the checked routing) is no worse than the current one (``<=``: plateau
 moves are allowed, at most ``patience`` in a row); the best over the run is returned. After
-an accepted improvement the batch size doubles again (up to the first one).
+an accepted improvement the batch size doubles again (up to the first one). A candidate
+whose free-ring hop bound (:func:`.starts.free_hop_bound`: a lower bound on its route LP,
+valid for every ring split the LP may choose) is above the current objective cannot be
+accepted, so it is rejected without its LP (``info["evaluations"]["pruned"]`` counts them).
 
 Large-neighbourhood moves (``lns_size > 0``). At a local optimum of the swaps (no single
 swap of the ``tries`` accepted), up to ``lns_tries`` moves of :mod:`.lns`: the links among
@@ -98,6 +101,7 @@ from .starts import (
     as_solution,
     best_of,
     cheap_candidates,
+    free_hop_bound,
     hop_bound,
     route_candidates,
 )
@@ -150,6 +154,9 @@ class AllocSearchParams(BestStartParams):
                                  "large-neighbourhood move.", positive=True)
     lns_tries: int = knob(2, "alloc-search: large-neighbourhood moves tried at a local "
                              "optimum before a restart.", minimum=1)
+    prune: bool = knob(True, "alloc-search: reject a move without its LP when its free-ring "
+                             "hop bound (a lower bound on the LP) is above the current "
+                             "objective.")
     router: str = knob("exact", "alloc-search: re-routing of the moves: exact (the route LP) "
                                 "or approx (route-approx within 1%, warm-started from the "
                                 "nearest routed topology; rings = given only).",
@@ -210,7 +217,7 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     ``cached`` topologies met again (their re-routing reused, no LP)."""
     t0 = time.perf_counter()
     stats = {} if stats is None else stats
-    stats.update(lps=0, lp_s=0.0, cached=0)
+    stats.update(lps=0, lp_s=0.0, cached=0, pruned=0)
     n = instance.n
     if p.router == "approx" and p.rings != "given":
         raise InputError("router: approx re-routes fixed rings; it needs rings = given")
@@ -231,14 +238,28 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     seen: dict[bytes, tuple[Solution | None, str]] = {}  # link matrix -> its re-routing
     hint: list[np.ndarray | None] = [None]  # the current solution's arc loads (tours' weights)
 
-    def routed(L: np.ndarray, penalty: float, opts: SolveOptions = lp, own=()
-               ) -> tuple[Solution | None, str]:
+    def routed(L: np.ndarray, penalty: float, opts: SolveOptions = lp, own=(),
+               cutoff: float | None = None) -> tuple[Solution | None, str]:
         """``L`` re-routed (cached by its links); with ring tours, the orders of the rings
-        ``own`` (a warm start's) join the candidates, so that it keeps its own rings."""
+        ``own`` (a warm start's) join the candidates, so that it keeps its own rings. With a
+        ``cutoff`` (seconds), a topology whose free-ring hop bound (:func:`free_hop_bound`,
+        a lower bound on its LP) exceeds it is rejected without an LP."""
         key = np.ascontiguousarray(L, dtype=np.int64).tobytes() + repr((penalty, opts is lp)).encode()
         if key in seen:  # the same topology again (a batch rebuilt after a rejection): no LP
             stats["cached"] += 1
             return seen[key]
+        rings = p.rings if p.rings != "tours" else tour_candidates(
+            instance, L, hint[0], seed=options.seed)  # ring orders along L's links
+        if p.rings == "tours":
+            for r in own:
+                orders = rings.get(r.group)
+                if orders is not None and tuple(r.order) not in orders:
+                    orders.append(tuple(r.order))
+        if cutoff is not None and p.prune:
+            bound = free_hop_bound(instance, L, ring_candidates(instance, rings))
+            if bound > cutoff:
+                stats["pruned"] += 1
+                return None, f"hop bound {bound:.6g} s > {cutoff:.6g} s: no LP"
         t = time.perf_counter()
         rem = left()  # 0.75: model building, decomposition and check surround the LP
         if p.router == "approx" and opts is lp and p.rings != "tours":
@@ -246,13 +267,6 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
             sol, why = reroute_approx(instance, Topology(L), opts,
                                       time_limit=None if rem is None else 0.75 * rem)
         else:
-            rings = p.rings if p.rings != "tours" else tour_candidates(
-                instance, L, hint[0], seed=options.seed)  # ring orders along L's links
-            if p.rings == "tours":
-                for r in own:
-                    orders = rings.get(r.group)
-                    if orders is not None and tuple(r.order) not in orders:
-                        orders.append(tuple(r.order))
             sol, why = reroute(instance, Topology(L), rings, opts, penalty,
                                None if rem is None else 0.75 * rem)
         last[0] = time.perf_counter() - t
@@ -379,7 +393,7 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
             if sub.objective_s is not None and \
                     sub.objective_s < current.objective_s * (1 - PROGRESS):
                 it += 1
-                sol, why = routed(sub.links, p.hop_penalty)
+                sol, why = routed(sub.links, p.hop_penalty, cutoff=current.objective_s)
         ok = sol is not None and sol.objective_s < current.objective_s * (1 - PROGRESS)
         note = f"{why or ''} sub-MILP {sub.status} {sub.runtime_s:.1f} s " \
                f"{sub.objective_s if sub.objective_s is not None else '-'}".strip()
@@ -401,7 +415,7 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
             fails = p.tries  # nothing left to try here
         else:
             it += 1
-            sol, why = routed(L, p.hop_penalty)
+            sol, why = routed(L, p.hop_penalty, cutoff=current.objective_s * (1 + 1e-12))
             ok = sol is not None and sol.objective_s <= current.objective_s * (1 + 1e-12)
             better = ok and sol.objective_s < current.objective_s * (1 - PROGRESS)
             if ok and not better:
@@ -484,7 +498,8 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     starts = [s.objective_s for s in traj if s.kind.startswith("start:") and s.objective_s]
     first = min(starts, default=best.objective_s)
     msg = (f"{len(swaps)} swap batch(es) re-routed, {sum(s.accepted for s in swaps)} accepted "
-           f"({stats['lps']} LPs in {stats['lp_s']:.0f} s, {stats['cached']} met again); "
+           f"({stats['lps']} LPs in {stats['lp_s']:.0f} s, {stats['cached']} met again, "
+           f"{stats['pruned']} discarded by the hop bound); "
            f"best start {first:.6g} s -> {best.objective_s:.6g} s; rings: {info['ring_space']}")
     return _certify.heuristic("alloc-search", instance, options, best.topology, best.routing,
                               runtime, msg, info=info)

@@ -28,14 +28,18 @@ TopologyFinder, then the rest by hop bound. ``H(L)`` is a lower bound on the com
 time of ``L`` with those rings under any routing: every byte of ``D_st`` crosses at least
 ``dist_L(s, t)`` arcs, and all arcs together carry ``B sum_a L_a`` bytes per second. (On
 uniform all-to-all traffic the first start is a random expander: its hop bound is the
-lowest, and its re-routed objective too.)
+lowest, and its re-routed objective too.) A later start whose :func:`free_hop_bound` (the
+same count with the ring split the LP may choose, a lower bound on its re-routed
+objective) is not below the best re-routed objective so far is not re-routed: its LP cannot
+win, so the guarantee above holds without it.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +55,7 @@ from .. import model_data as _exact
 from .. import result_step as _certify
 from ..alloc_alternate.search import Solution, _checked
 from ..heuristics.support import heuristic_memory
-from .reroute import RING_MODES, lp_options, reroute
+from .reroute import RING_MODES, lp_options, reroute, ring_candidates
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +106,42 @@ def hop_bound(instance: Instance, links: np.ndarray, rings: Sequence[Ring]) -> f
     return float((D[pos] * dist[pos]).sum() / cap) if cap > 0 else float("inf")
 
 
+def free_hop_bound(instance: Instance, links: np.ndarray,
+                   candidates: Mapping[int, Sequence[Sequence[int]]]) -> float:
+    """A lower bound (seconds) on the route LP with free ring shares over ``candidates`` on
+    ``links`` (:func:`..formulations.ring_lp.route_rings`)::
+
+        T*(L) >= [sum_st D_st dist_L(s, t) + sum_g e_g min_{c in C_g} hops_L(c)] / (B sum_a L_a)
+
+    with ``D`` the MP demand, ``e_g`` a group's ring-edge volume, ``C_g`` its candidate orders
+    and ``hops_L(c) = sum_{(u, v) in c} dist_L(u, v)``. Proof: a routing of time ``T`` with
+    ring shares ``sigma`` puts ``sum_k b_k h_k`` bytes on the arcs, a byte of commodity ``k``
+    counted once per hop (``h_k >= dist_L`` of its ends), and the arcs carry at most
+    ``T B sum_a L_a`` bytes; a group's ring bytes cross ``e_g sum_c sigma_c hops_L(c) >=
+    e_g min_c hops_L(c)`` arcs since ``sum_c sigma_c = 1``. Unlike :func:`hop_bound` (fixed
+    rings) it holds for every split the LP may choose, so a topology whose value here is not
+    below an incumbent can be discarded before its LP (``inf`` when some demand or ring edge
+    is unreachable)."""
+    L = np.asarray(links)
+    cap = float(L.sum()) * instance.link_bytes_per_s
+    if cap <= 0:
+        return float("inf")
+    dist = hop_distances(L)
+    H = 0.0
+    if instance.mp:
+        mp = np.asarray(instance.mp, dtype=float)
+        s, t = mp[:, 0].astype(np.int64), mp[:, 1].astype(np.int64)
+        pos = mp[:, 2] > 0
+        H += float((mp[pos, 2] * dist[s[pos], t[pos]]).sum())
+    for g, orders in candidates.items():
+        e = instance.allreduce[g].edge_bytes
+        if e <= 0 or not orders:
+            continue
+        succ = np.asarray([list(o) for o in orders], dtype=np.int64)
+        H += e * float(dist[succ, np.roll(succ, -1, axis=1)].sum(axis=1).min())
+    return H / cap
+
+
 def cheap_candidates(instance: Instance, run_method: Callable[..., SolveResult],
                      methods: Sequence[str], expander_seeds: int, seed: int = 0,
                      deadline: float | None = None) -> list[Candidate]:
@@ -139,10 +179,19 @@ def route_candidates(instance: Instance, cands: Sequence[Candidate], rings: str,
     the budget (the guarantee of the module docstring) -- but no LP runs past ``deadline`` (a
     ``time.perf_counter()`` value; an LP stopped there leaves its start un-routed)."""
     t0, last, out = time.perf_counter(), 0.0, []
+    best = math.inf  # the best re-routed objective so far
+    free = ring_candidates(instance, rings)
     for k, c in enumerate(cands):
         spent = time.perf_counter() - t0
         must = k == 0 or c.name in FIRST  # the guarantee of the module docstring
         if not must and budget is not None and budget - spent < last:
+            out.append(c)
+            continue
+        if k > 0 and free_hop_bound(instance, c.own.topology.links, free) >= best:
+            # its LP cannot beat the best so far (nor can TotientPerms' or TopologyFinder's
+            # LP: the guarantee holds without it)
+            log.info("best-start: %s not re-routed: its hop bound is not below %.6g s",
+                     c.name, best)
             out.append(c)
             continue
         t = time.perf_counter()
@@ -155,6 +204,8 @@ def route_candidates(instance: Instance, cands: Sequence[Candidate], rings: str,
         last = time.perf_counter() - t
         if sol is None:
             log.info("best-start: %s not re-routed: %s", c.name, why)
+        else:
+            best = min(best, sol.objective_s)
         out.append(Candidate(c.name, c.own, c.hop_bound, sol))
     return out
 
