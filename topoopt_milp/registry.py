@@ -47,6 +47,8 @@ BUILTIN = (
     "topoopt_milp.methods.heuristics.topology_finder:SPEC_LP",
     "topoopt_milp.methods.heuristics.baselines:EXPANDER_LP",
     "topoopt_milp.methods.heuristics.baselines:DEMAND_GREEDY_LP",
+    "topoopt_milp.methods.heuristics.group_rings:SPEC",
+    "topoopt_milp.methods.heuristics.group_rings:SPEC_LP",
     "topoopt_milp.methods.formulations.select:MILP",
     "topoopt_milp.methods.formulations.select:CPSAT",
     "topoopt_milp.methods.formulations.alloc:MILP",

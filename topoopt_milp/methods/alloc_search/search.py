@@ -7,7 +7,7 @@ orders (``rings = choose``; ``given``: the orders of the instance's default ring
 directions with a free split), fractional routing, minimising ``T_comm``.
 
 Start. The best-start portfolio (:mod:`.starts`: TotientPerms, TopologyFinder,
-demand-greedy and random expanders, each re-routed by the route LP with free ring shares);
+demand-greedy, group-rings and random expanders, each re-routed by the route LP with free ring shares);
 the current solution is the best re-routed one, and a warm start (``options.warm_start``,
 e.g. alloc-alternate's result) joins the portfolio (with ``rings = tours`` re-routed with its
 own ring orders among the candidates, so a continuation starts where the last run ended).
@@ -110,7 +110,7 @@ from .tours import tour_candidates
 log = logging.getLogger(__name__)
 
 PROGRESS = 1e-6  # relative improvement that counts as progress
-SEARCH_STARTS = "totientperms,topologyfinder,demand-greedy,expander"
+SEARCH_STARTS = "totientperms,topologyfinder,demand-greedy,group-rings,expander"
 MAX_ITERATIONS = 500  # re-routings without a time limit (max_iterations = 0)
 DESCENT_S = 30.0  # hop-volume descent without a time limit: at most this many seconds
 

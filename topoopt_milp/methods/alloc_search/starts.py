@@ -3,7 +3,7 @@ the default warm start of the exact alloc methods.
 
 Portfolio. ``totientperms-lp`` (TotientPerms with its route LP: on circulant traffic its LP
 is the cheap circulant reduction, 1.5 s against 7 s for the free-split LP at n = 64 under
-load), the cheap constructions TotientPerms, TopologyFinder, demand-greedy and
+load), the cheap constructions TotientPerms, TopologyFinder, demand-greedy, group-rings and
 ``expander_seeds`` seeded random expanders (``start_methods``; each with its own rings and
 default routing, milliseconds each), then their topologies re-routed by :func:`.reroute`
 (the route LP with free ring shares over the TotientPerms orders, ``start_rings = choose``).
@@ -59,7 +59,7 @@ from .reroute import RING_MODES, lp_options, reroute, ring_candidates
 
 log = logging.getLogger(__name__)
 
-START_METHODS = "totientperms-lp,totientperms,topologyfinder,demand-greedy,expander"
+START_METHODS = "totientperms-lp,totientperms,topologyfinder,demand-greedy,group-rings,expander"
 FIRST = ("totientperms-lp", "totientperms", "topologyfinder")  # routed early (docstring)
 
 
@@ -274,6 +274,6 @@ def as_solution(instance: Instance, res: SolveResult) -> Solution | None:
 
 SPEC = MethodSpec(
     "best-start", "alloc", "heuristic", "highs", BestStartParams, solve,
-    "best of TotientPerms, TopologyFinder, demand-greedy and random expanders, each re-routed "
+    "best of TotientPerms, TopologyFinder, demand-greedy, group-rings and random expanders, each re-routed "
     "by the route LP with free ring shares (the exact methods' warm start)",
     memory=heuristic_memory)

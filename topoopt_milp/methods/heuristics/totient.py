@@ -282,16 +282,10 @@ def _apportion(n, merged, weight, ports, faithful) -> dict[tuple[int, ...], int]
     return alloc
 
 
-def allreduce_topology(
-    instance: Instance, ports: int, faithful: bool = False
-) -> tuple[np.ndarray, list[Ring], tuple[int, ...] | None]:
-    """TotientPerms links for the instance's AllReduce groups using at most ``ports`` ports per
-    node (see the module docstring): ``(L, rings, jumps)`` with ``jumps`` set when ``L`` is
-    the circulant of those jumps."""
-    n = instance.n
-    if faithful and ports % 2:
-        raise InputError(f"degree: the published TotientPerms supports only even d, got {ports}")
-    L = np.zeros((n, n), dtype=np.int64)
+def merged_groups(instance: Instance) -> tuple[dict[tuple[int, ...], list[int]],
+                                                dict[tuple[int, ...], float], list[Ring]]:
+    """The groups with traffic merged by member set: ``(member set -> group indices, member
+    set -> summed ring-edge volume, the rings of the groups without traffic)``."""
     merged: dict[tuple[int, ...], list[int]] = defaultdict(list)
     weight: dict[tuple[int, ...], float] = defaultdict(float)
     rings: list[Ring] = []
@@ -302,6 +296,20 @@ def allreduce_topology(
             weight[key] += g.edge_bytes
         else:
             rings.append(Ring(gi, key, 1.0))
+    return merged, weight, rings
+
+
+def allreduce_topology(
+    instance: Instance, ports: int, faithful: bool = False
+) -> tuple[np.ndarray, list[Ring], tuple[int, ...] | None]:
+    """TotientPerms links for the instance's AllReduce groups using at most ``ports`` ports per
+    node (see the module docstring): ``(L, rings, jumps)`` with ``jumps`` set when ``L`` is
+    the circulant of those jumps."""
+    n = instance.n
+    if faithful and ports % 2:
+        raise InputError(f"degree: the published TotientPerms supports only even d, got {ports}")
+    L = np.zeros((n, n), dtype=np.int64)
+    merged, weight, rings = merged_groups(instance)
     if not merged:
         jumps = totient_jumps(n, ports, faithful)
         return Topology.circulant(n, jumps).links.copy(), rings, jumps or None
