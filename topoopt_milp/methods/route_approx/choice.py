@@ -36,13 +36,17 @@ from ...core.params import SolveOptions
 from ...core.result import SolveResult, Status
 from ...core.topology import Commodity, Ring, Routing, Topology, commodities_for
 from .. import model_data as _exact
-from .common import COLS_PER_ARC, Limits
+from .common import Limits
 from .paths import solve_paths
 from .rings import RingChoice
 from .warm import INFO_KEY, MAX_ITER, OPTIMAL_GAP, WarmStart, _recall, _remember
 
 Order = tuple[int, ...]
-WARM_COLS_PER_ARC = 4  # as the fixed-ring warm path (.warm.fast_warm_route)
+# path columns entering per round per arc (each of the three tree sets of a round): 2 (1024 at
+# n = 128, d = 4; the fixed-ring default is 8): mixed-n128-d4-g4-mp05 13.5 against 41.3 CPU s
+# (8 against 6 rounds), bert / candle / dlrm / ncf n128-d4 1.8 / 1.3 / 6.3 / 9.7 against
+# 2.1 / 1.3 / 6.1 / 15.0 s (docs/route_approx.md)
+RING_COLS_PER_ARC = 2
 
 
 def volumes(instance: Instance, unit: float) -> dict[int, float]:
@@ -112,15 +116,15 @@ def route_with_rings(instance: Instance, links: np.ndarray,
             warm = WarmStart.from_solution(previous, n)
             _remember("warm", previous, warm)
     eps = float(options.method.epsilon)
-    per_arc = WARM_COLS_PER_ARC if warm is not None else COLS_PER_ARC
     res = solve_paths(n, arcs, arc_id, np.arange(m), cap, Dmp,
                       Limits(t0, options.time_left(), MAX_ITER, eps),
-                      max(per_arc * m, n * n // 16), 1, options.seed, warm, ring)
+                      max(RING_COLS_PER_ARC * m, n * n // 16), 1, options.seed, warm, ring)
     t = time.perf_counter()
     rings = chosen_rings(instance, ring, res.shares)
     D = Dmp.copy()
     np.add.at(D, (ring.edge_src, ring.edge_dst), ring.edge_vol * res.shares[ring.edge_cand])
     nxt = WarmStart.from_approx(res, arcs, D)
+    nxt.rings = frozenset((r.group, r.order) for r in rings)
     paths = nxt.pair_paths()
     comms = tuple(commodities_for(instance, rings))
     routed = [Commodity(c.src, c.dst, c.bytes, c.kind, c.tag, paths.get((c.src, c.dst), ()))

@@ -61,6 +61,7 @@ from .common import (
     normalise,
     paths_back,
     run_master,
+    smooth,
     tree_order,
     tree_sum_down,
 )
@@ -73,6 +74,7 @@ STALL = 5  # rounds without progress of incumbent or bound that switch pruning o
 SECOND = True
 SECOND_COLS = None  # cap on the second set's columns per round (None: all; a cap needed more rounds)
 WARM_ASCENT = 0  # supergradient steps per round of a warm start (Bound.ascend; module doc)
+DUAL_TREES = True
 REBASE = 1e-3  # a column carrying more than 1 - REBASE of its pair becomes the pair's key path
 
 
@@ -195,14 +197,13 @@ def _master(pool: _Pool, base, cap, n, mr=None) -> highspy.Highs:
         h.addCols(C, np.zeros(C), np.zeros(C), np.ones(C), len(idx), starts.astype(np.int32),
                   idx.astype(np.int32), val)
     if mr is not None:
-        ring = mr.ring
-        K = len(ring)
+        K = len(mr.cand)
         pos = np.minimum(np.searchsorted(upair, mr.flat), max(len(upair) - 1, 0))
         has = (len(upair) > 0) & (upair[pos] == mr.flat) & need[pos] if len(upair) else \
             np.zeros(len(mr.flat), bool)
         owner = np.concatenate([np.repeat(np.arange(K), np.diff(mr.cptr)),
-                                ring.edge_cand[has], np.arange(K)])
-        idx = np.concatenate([mr.cres, R + row_of[pos[has]], R + nconv + ring.cand_row])
+                                mr.edge_pos[has], np.arange(K)])
+        idx = np.concatenate([mr.cres, R + row_of[pos[has]], R + nconv + mr.share_row])
         val = np.concatenate([mr.cval, -mr.coef[has], np.ones(K)])
         order = np.argsort(owner, kind="stable")
         starts = np.searchsorted(owner[order], np.arange(K))
@@ -256,12 +257,16 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
     rebased = np.zeros(len(kk), bool)  # pairs whose key path is no longer their tree path
     base = Base(n, S, kk * n + tt, knodes, kptr, np.ones(len(kk)), arc_id)
     base_res = np.bincount(res_of_arc, weights=base.arc_load(fixed, m), minlength=R)
-    mr = None if ring is None else MasterRings(ring, rows, fixed, base, n, res_of_arc, R)
-    x_start = np.zeros(1)
+    x_start, mr = np.zeros(1), None
     if ring is None:
         upper0 = float((base_res / cap).max())  # the start: never return worse
     else:  # the start: every group on its cheapest candidates at hop lengths, on key paths
         x_start = np.concatenate([[0.0], ring.tied(dist)])
+        active = x_start[1:] > 0  # candidates with a share column (.rings.MasterRings)
+        if warm is not None and warm.rings:  # the nearby solution's rings
+            active |= [(ring.groups[ring.cand_row[c]], o) in warm.rings
+                       for c, o in enumerate(ring.orders)]
+        mr = MasterRings(ring, rows, fixed, base, n, res_of_arc, R, active)
         upper0 = _loads(_Pool(), x_start, rows, fixed, base, ring, arc_id, res_of_arc,
                         cap)[0]
     pool = _Pool()
@@ -318,10 +323,14 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
             break
         sol = h.getSolution()
         last_pool, x = pool, np.asarray(sol.col_value)
+        if ring is not None:  # every candidate's share (inactive ones 0)
+            x = np.concatenate([x[:len(pool) + 1], mr.expand(x[len(pool) + 1:])])
+        live = rows  # the pairs that may get columns, weighted by their volume
         if ring is None:
             upper = float(((np.asarray(sol.row_value)[:R] + cap * x[0] + base_res) / cap).max())
         else:  # the routing with the renormalised shares (what _result returns)
-            upper = _loads(pool, x, rows, fixed, base, ring, arc_id, res_of_arc, cap)[0]
+            upper, *_, shares = _loads(pool, x, rows, fixed, base, ring, arc_id, res_of_arc,
+                                       cap)
         mu = normalise(-np.asarray(sol.row_dual)[:R], cap, mu0)
         for alpha in (ALPHA, 0.0):  # at the master's own duals when the smoothed point misprices
             if not pricer.affords(1):  # the master's solution is kept (its base too)
@@ -332,7 +341,14 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
             if status:
                 break
             t = time.perf_counter()
-            cand, gain = _improving(dist, pred, mu, res_of_arc, arc_id, sources, rows, base, pool)
+            if ring is not None:  # .rings: the used candidates and the cheapest ones here
+                cheap = ring.tied(dist)
+                active |= cheap > 0
+                live = ring.demand_rows(shares + cheap, fixed)
+            cand, gain = _improving(dist, pred, mu, res_of_arc, arc_id, sources, live, base, pool)
+            if len(cand) == 0 and live is not rows:  # pairs without demand now, before "optimal"
+                cand, gain = _improving(dist, pred, mu, res_of_arc, arc_id, sources, rows, base,
+                                        pool)
             timings["columns"] += time.perf_counter() - t
             if len(cand):
                 break
@@ -362,8 +378,6 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
             rebased[moved] = True
             base = Base(n, S, kk * n + tt, knodes, kptr, np.ones(len(kk)), arc_id)
             base_res = np.bincount(res_of_arc, weights=base.arc_load(fixed, m), minlength=R)
-            if ring is not None:
-                mr = MasterRings(ring, rows, fixed, base, n, res_of_arc, R)
             pp = pool.src * n + pool.dst
             pool.cres, pool.cval, pool.cptr = coefficients(
                 rows[pool.src, pool.dst], pool.nodes, pool.ptr, pp, base, arc_id, res_of_arc, R)
@@ -375,11 +389,25 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
         if SECOND and pricer.affords(2):  # the trees at the best-bound lengths too: a path
             # still shorter under the master's lengths than every path the pair now has
             dist2, pred2, _ = pricer(bound.mu)
-            c2, g2 = _improving(dist2, pred2, mu, res_of_arc, arc_id, sources, rows, base, pool)
-            if SECOND_COLS is not None and len(c2) > SECOND_COLS:
-                c2 = c2[np.argpartition(-g2.ravel()[c2], SECOND_COLS)[:SECOND_COLS]]
+            c2, g2 = _improving(dist2, pred2, mu, res_of_arc, arc_id, sources, live, base, pool)
+            cap2 = SECOND_COLS if ring is None else max_cols  # free rings: as many as the first
+            if cap2 is not None and len(c2) > cap2:
+                c2 = c2[np.argpartition(-g2.ravel()[c2], cap2)[:cap2]]
             if len(c2):
                 add(*np.divmod(c2, n), pred2)
+        if DUAL_TREES and ring is not None and alpha > 0 and pricer.affords(2):
+            # and at the master's own duals: a smoothed point next to a poor bound misprices
+            # (free rings, bert-n128-d4: 38 rounds without, 6 with; all-to-all at n = 128 the
+            # masters grew 2-6x with it)
+            dist3, pred3, _ = pricer(smooth(0.0, bound.mu, mu, cap))
+            c3, g3 = _improving(dist3, pred3, mu, res_of_arc, arc_id, sources, live, base, pool)
+            if len(c3) > max_cols:
+                c3 = c3[np.argpartition(-g3.ravel()[c3], max_cols)[:max_cols]]
+            if len(c3):
+                add(*np.divmod(c3, n), pred3)
+            active |= ring.tied(dist3) > 0
+        if ring is not None:  # the active candidates and the key paths may have changed
+            mr = MasterRings(ring, rows, fixed, base, n, res_of_arc, R, active)
         timings["columns"] += time.perf_counter() - t
     if status in ("", "iteration_limit"):
         status = f"iteration_limit ({limits.max_iter} rounds{'' if pruning.on else ', pruning off'})"

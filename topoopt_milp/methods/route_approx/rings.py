@@ -188,30 +188,48 @@ class RingChoice:
         tot = np.bincount(self.cand_row, weights=s, minlength=len(self.groups))
         return s / tot[self.cand_row]
 
-    def columns(self, base, n: int, res_of_arc: np.ndarray, R: int):
-        """Capacity coefficients of the share columns: ``e_g`` times the key-path load of
-        the candidate's edges (``base``: :class:`.base.Base` over flat pairs ``k n + t``), as
-        ``(cres, cval, cptr)``."""
-        pair = self.ks * n + self.edge_dst
-        e, a, w = base.entries(pair)
-        keyv, inv = np.unique(self.edge_cand[e] * R + res_of_arc[a], return_inverse=True)
-        val = np.bincount(inv, weights=w * self.edge_vol[e])
+    def columns(self, base, n: int, res_of_arc: np.ndarray, R: int, cands: np.ndarray):
+        """Capacity coefficients of the share columns of ``cands``: ``e_g`` times the
+        key-path load of the candidate's edges (``base``: :class:`.base.Base` over flat pairs
+        ``k n + t``), as ``(cres, cval, cptr)``, and the edges of ``cands`` (in order)."""
+        edges = np.concatenate([np.arange(self.eptr[c], self.eptr[c + 1]) for c in cands])
+        pos = np.repeat(np.arange(len(cands)), self.eptr[cands + 1] - self.eptr[cands])
+        e, a, w = base.entries(self.ks[edges] * n + self.edge_dst[edges])
+        keyv, inv = np.unique(pos[e] * R + res_of_arc[a], return_inverse=True)
+        val = np.bincount(inv, weights=w * self.edge_vol[edges][e])
         own = keyv // R
-        return keyv % R, val, np.searchsorted(own, np.arange(len(self.orders) + 1))
+        return keyv % R, val, np.searchsorted(own, np.arange(len(cands) + 1)), edges, pos
 
 
 class MasterRings:
     """What the restricted master of :mod:`.paths` needs of a :class:`RingChoice` in one
-    round: the share columns (capacity entries, entries in the pairs' rows, the share rows),
-    the pairs whose demand varies and every pair's row bound ``D_k / dref_k``."""
+    round: the share columns of the active candidates ``cands`` (capacity entries, entries in
+    the pairs' rows, the share rows), the pairs whose demand varies and every pair's row
+    bound ``D_k / dref_k``.
+
+    Only active candidates have share columns (the others have share 0 in this master):
+    a share column loads the key paths of all its edges, 300-350 entries for a group of
+    128, and 69 of them made an interior-point master 17x slower (dlrm-n128-d4: 1.87
+    against 0.11 CPU s with them fixed). A candidate becomes active when it is among its
+    group's cheapest at a pricing point (:meth:`RingChoice.tied`): column generation over
+    candidates, priced by the bound's own term ``e_g min_c len(c)``."""
 
     def __init__(self, ring: RingChoice, rows: np.ndarray, fixed: np.ndarray, base, n: int,
-                 res_of_arc: np.ndarray, R: int):
+                 res_of_arc: np.ndarray, R: int, active: np.ndarray):
         self.ring, self.n = ring, n
-        self.flat = ring.ks * n + ring.edge_dst  # pair of every candidate edge
+        self.cand = np.flatnonzero(active)
         self.variable = np.zeros(rows.size, bool)
-        self.variable[self.flat] = True
+        self.variable[ring.ks * n + ring.edge_dst] = True  # any candidate: a row bounds it
         with np.errstate(invalid="ignore", divide="ignore"):
             self.rhs = np.where(rows > 0, fixed / rows, 1.0).ravel()
-        self.coef = ring.edge_vol / rows.ravel()[self.flat]  # -coef in the pair's row
-        self.cres, self.cval, self.cptr = ring.columns(base, n, res_of_arc, R)
+        self.cres, self.cval, self.cptr, edges, self.edge_pos = ring.columns(
+            base, n, res_of_arc, R, self.cand)
+        self.flat = ring.ks[edges] * n + ring.edge_dst[edges]  # pair of every active edge
+        self.coef = ring.edge_vol[edges] / rows.ravel()[self.flat]  # -coef in the pair's row
+        self.share_row = ring.cand_row[self.cand]
+
+    def expand(self, tail: np.ndarray) -> np.ndarray:
+        """Shares of every candidate from the active ones' master values."""
+        out = np.zeros(len(self.ring))
+        out[self.cand] = tail
+        return out
