@@ -169,7 +169,8 @@ class SolverParams(Params):
 # -- knobs shared by several methods ----------------------------------------------------------
 RINGS_HELP = ("AllReduce ring space: choose (free split over the TotientPerms orders), given (the "
               "default bidirectional rings), warm (the warm start's rings); route: fixed (the "
-              "topology's own rings, else the default ones laid along its jumps).")
+              "topology's own rings, else the default ones laid along its jumps; route-approx "
+              "also choose).")
 
 
 def k_paths_knob() -> Any:
@@ -188,11 +189,12 @@ def _multiplicity_constraint(value: int | None, instance: Any) -> dict:
     return {} if value is None else {"max_multiplicity": int(value)}
 
 
-def route_rings_knob() -> Any:
+def route_rings_knob(choose: bool = False) -> Any:
     """The ``rings`` knob of the route family: ``fixed`` routes the instance's fixed rings
     (orders and shares), a constraint every solution must meet (``constraints.rings``);
-    ``default`` lays the default rings along the topology's jumps."""
-    return knob("fixed", RINGS_HELP, choices=("fixed", "default"),
+    ``default`` lays the default rings along the topology's jumps; with ``choose`` (a method
+    that can) every group splits freely over its TotientPerms orders."""
+    return knob("fixed", RINGS_HELP, choices=("fixed", "default", *(("choose",) if choose else ())),
                 constraint=_fixed_rings_constraint)
 
 

@@ -100,23 +100,34 @@ GAINS_MAX_N = 256  # gains need an (n, n, n) difference array: above this size, 
 
 def reroute_approx(instance: Instance, topology: Topology, options: SolveOptions,
                    near: Solution | None = None, epsilon: float = 0.01,
-                   time_limit: float | None = None) -> tuple[Solution | None, str]:
-    """``topology`` routed by ``route-approx`` within ``1 + epsilon`` with the instance's
-    default rings (the ``"given"`` ring mode only), warm-started from ``near`` (the current
-    solution of a local search: its own route-approx result when this module computed it,
-    else its routing with hop-count lengths; :func:`..route_approx.warm_route`; without
-    ``near``, the remembered result whose links differ least from ``topology``), and checked.
+                   time_limit: float | None = None, rings: str | Mapping = "given"
+                   ) -> tuple[Solution | None, str]:
+    """``topology`` routed by ``route-approx`` within ``1 + epsilon``, warm-started from
+    ``near`` (the current solution of a local search: its own route-approx result when this
+    module computed it, else its routing with hop-count lengths; without ``near``, the
+    remembered result whose links differ least from ``topology``), and checked.
+
+    ``rings``: ``"given"`` routes the instance's default rings
+    (:func:`..route_approx.warm_route`); ``"choose"`` (every group's TotientPerms orders) or a
+    mapping group -> candidate orders (alloc-search's tours) splits every group freely over
+    its candidates (:func:`..route_approx.choice.route_with_rings`, the ring LP of
+    :func:`reroute` within ``1 + epsilon``): the returned rings are among the candidates,
+    so ``ring_space`` keeps its meaning.
 
     The objective is that of the returned routing (recomputed, and checked by the
     independent checker), at most ``1 + epsilon`` times the route LP's optimum on
-    ``topology``, so a move is still accepted on the exact objective of a checked solution,
-    of a routing that is near-optimal instead of optimal. ``prices`` are the certified
-    bound's arc lengths (``sum_a pi_a L_a = 1``, the normalisation of the route LP's duals);
-    ``gains[i, j] = max_s (dist(s, j) - dist(s, i))`` under them (the reduced-cost rate of a
-    new arc, as for the LP's conservation duals; ``None`` above ``GAINS_MAX_N`` nodes)."""
+    ``topology`` (with the same ring candidates), so a move is still accepted on the exact
+    objective of a checked solution, of a routing that is near-optimal instead of optimal.
+    ``prices`` are the certified bound's arc lengths (``sum_a pi_a L_a = 1``, the
+    normalisation of the route LP's duals); ``gains[i, j] = max_s (dist(s, j) - dist(s, i))``
+    under them (the reduced-cost rate of a new arc, as for the LP's conservation duals;
+    ``None`` above ``GAINS_MAX_N`` nodes)."""
+    from ...core.deadline import Deadline
     from ...core.result import SolveResult, Status
     from ...core.scope import topology_hash
     from ..route_approx import warm_route
+    from ..route_approx.choice import route_with_rings
+    from ..route_approx.common import StartTooCostly
     from ..route_approx.method import SPEC
     from ..route_approx.warm import INFO_KEY
 
@@ -131,12 +142,19 @@ def reroute_approx(instance: Instance, topology: Topology, options: SolveOptions
     elif mine:  # the remembered result whose links differ least from ``topology``
         prev = min((r for _, r in mine), key=lambda r: int(np.abs(r.topology.links - L).sum()))
     try:
-        if prev is not None:
+        if not (isinstance(rings, str) and rings == "given"):
+            cands = ring_candidates(instance, rings)
+            opts = SPEC.options({"epsilon": epsilon})
+            if time_limit is not None:  # the clock starts now
+                opts = opts.with_(deadline=Deadline(float(time_limit)))
+            res = route_with_rings(instance, L, cands, opts, prev,
+                                   "choose" if isinstance(rings, str) else "fixed")
+        elif prev is not None:
             res = warm_route(instance, L, prev, epsilon=epsilon, time_limit=time_limit)
         else:
             opts = SPEC.options({"epsilon": epsilon, "time_limit": time_limit})
             res = SPEC.solve(instance.with_topology(L), opts)
-    except InputError as exc:  # a disconnected topology: some demand cannot be routed
+    except (InputError, StartTooCostly) as exc:  # a disconnected topology, or no time
         return None, str(exc)
     if res.routing is None or res.objective is None:
         return None, f"route-approx: {res.status.value} {res.message}"

@@ -215,10 +215,12 @@ def solve_milp(instance: Instance, options: SolveOptions) -> SolveResult:
 
 def finish(method: str, P: RouteProblem, options: SolveOptions, outcome, routing: Routing | None,
            obj_s: float | None, bound_s: float | None, runtime: float, scale: float | None = None,
-           exact_model: bool = True, note: str = "", restricted: str | None = None) -> SolveResult:
+           exact_model: bool = True, note: str = "", restricted: str | None = None,
+           ring_mode: str = "fixed") -> SolveResult:
     """The :class:`SolveResult` through :func:`.certify.honest_result`: objective recomputed from
     ``routing``, bound in seconds, scope the fixed topology and rings (``restricted``: the
-    path restriction of the ksp / unsplittable models).
+    path restriction of the ksp / unsplittable models; ``ring_mode = "choose"``: the bound
+    holds for every split over the TotientPerms orders, route-approx with free shares).
 
     With a per-hop latency the models above ignore the latency term, so the bound adds the
     smallest possible one (``max`` hop distance over commodities times the latency) and the
@@ -229,7 +231,7 @@ def finish(method: str, P: RouteProblem, options: SolveOptions, outcome, routing
         hops = max((P.topology.hop_distances[c.src, c.dst] for c in P.commodities), default=0)
         bound_s += float(hops) * inst.latency_us * 1e-6
     scope = Scope(topology="fixed", topology_hash=topology_hash(P.topology.links),
-                  **ring_scope("fixed", P.rings),
+                  **ring_scope(ring_mode, P.rings),
                   **({} if restricted is None else {"routing": "restricted", "detail": restricted}))
     kind = "max_link_utilization" if P.shared else "comm_time"
     if P.conditioning:

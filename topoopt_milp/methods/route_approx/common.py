@@ -24,6 +24,9 @@ ETA_FLOOR = 0.1  # smallest first step of a round's ascent (Bound.ascend)
 ASCENT = 8  # supergradient steps on the bound per round (Bound.ascend)
 LOAD_BLOCK = 256  # trees per block in Pricer.loads
 PROBE_SOURCES = 32  # sources of the timed Dijkstra that estimates an all-sources call
+# columns entering per round per arc: 8 (was 4) since unused columns age at 1e-3 (paths.UNUSED);
+# n = 256, d = 4: 4 rounds against 6 (docs/route_approx.md, 2026-12-04 evening)
+COLS_PER_ARC = 8
 
 
 @dataclass
@@ -61,6 +64,7 @@ class ApproxResult:
     history: list[tuple[int, float, float, float, int]] = field(default_factory=list)
     tree_src: np.ndarray | None = None  # tree columns: source index of ``trees[j]``
     duals: np.ndarray | None = None  # per arc: the last master's lengths (paths)
+    shares: np.ndarray | None = None  # free ring shares (:mod:`.rings`): one per candidate
 
     @property
     def gap(self) -> float:
@@ -204,10 +208,14 @@ def tree_sum_up(order, pred, demand, roots) -> np.ndarray:
 
 
 class Pricer:
-    """All-sources Dijkstra under resource lengths, and the certified bound."""
+    """All-sources Dijkstra under resource lengths, and the certified bound. ``ring``: free
+    ring shares (:class:`.rings.BoundRings`, bound to ``sources``): the bound adds every
+    group's cheapest candidate, and the loads route it (``demand_rows`` is then the fixed
+    part of the demand only)."""
 
-    def __init__(self, n, arcs, res_of_arc, cap, sources, D, demand_rows, symmetric):
+    def __init__(self, n, arcs, res_of_arc, cap, sources, D, demand_rows, symmetric, ring=None):
         self.n, self.sources, self.D, self.rows, self.sym = n, sources, D, demand_rows, symmetric
+        self.ring = ring
         self.res_of_arc, self.cap, self.arcs = res_of_arc, cap, arcs
         G = csr_matrix((np.arange(1, len(arcs) + 1, dtype=float), (arcs[:, 0], arcs[:, 1])),
                        shape=(n, n))
@@ -259,15 +267,21 @@ class Pricer:
             total = math.fsum((self.D * dist[0][rot]).ravel().tolist()) / n
         else:
             nz = self.rows > 0  # only the pairs with demand (sparse traffic at large n)
-            total = math.fsum((self.rows[nz] * dist[nz]).tolist())
+            terms = (self.rows[nz] * dist[nz]).tolist()
+            if self.ring is not None:  # + e_g min_c len(c) per group (.rings, the proof)
+                terms += self.ring.terms(dist)[0]
+            total = math.fsum(terms)
         lb = total / norm * (1.0 - 4.0 * (self.n + 8) * U_ROUND) if norm > 0 else 0.0
         if bound_only:
             return lb
         return dist, pred, lb  # scipy's int32 predecessors (400 MB less each at n = 10^4)
 
     def loads(self, dist, pred) -> np.ndarray:
-        """Per resource: the load of the shortest-path routing of trees ``pred``."""
-        acc = tree_sum_up(tree_order(dist), pred, self.rows, self.sources)
+        """Per resource: the load of the shortest-path routing of trees ``pred`` (with free
+        rings: every group on its cheapest candidate, a supergradient of the bound's
+        numerator as in :meth:`Bound.ascend`)."""
+        rows = self.rows if self.ring is None else self.ring.rows_at(dist, self.rows)
+        acc = tree_sum_up(tree_order(dist), pred, rows, self.sources)
         if self._arc_id is None:  # built once (it was rebuilt per ascent step), int32
             self._arc_id = np.full((self.n, self.n), -1, np.int32)
             self._arc_id[self.arcs[:, 0], self.arcs[:, 1]] = np.arange(len(self.arcs))

@@ -76,14 +76,11 @@ from ...core.sizes import Estimate
 from ...core.spec import MethodSpec
 from .. import model_data as _exact
 from . import common as core
-from .common import ApproxResult
+from .common import COLS_PER_ARC, ApproxResult
 from .paths import solve_paths
 from .trees import solve_trees
 from .warm import INFO_KEY, WarmStart
 
-# columns entering per round per arc: 8 (was 4) since unused columns age at 1e-3 (paths.UNUSED);
-# n = 256, d = 4: 4 rounds against 6 (docs/route_approx.md, 2026-12-04 evening)
-COLS_PER_ARC = 8
 # the start routing's cost as a share of after_solver_s, measured: 1.3 of 4.9 s at n = 256
 # all-to-all (0.27), 13.6 of 73.6 s at n = 1024, d = 8 (0.18); 2 x (before) left the
 # n = 1024 search 68 of its 300 s
@@ -103,7 +100,7 @@ class RouteApproxParams(Params):
     formulation: str = knob("auto", "route-approx: auto (circulant reduction when it applies), "
                                     "source (paths), symmetric.",
                             choices=("auto", "source", "symmetric"))
-    rings: str = route_rings_knob()
+    rings: str = route_rings_knob(choose=True)
     columns: str = knob("paths", "route-approx: master columns: paths (one per commodity path, "
                                  "the faster) or trees (one shortest-path tree per source).",
                         choices=("paths", "trees"))
@@ -318,6 +315,8 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     t0 = time.perf_counter()
     eps = options.method.epsilon
     form = options.method.formulation
+    if options.method.rings == "choose":  # free shares over the TotientPerms orders (.choice)
+        return _choose(instance, options)
     P = route.build_problem(instance, options)
     sym = form != "source" and route.symmetric_applies(P)
     if form == "symmetric" and not sym:
@@ -371,6 +370,21 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
         return out
     lengths = WarmStart(instance.n, *(np.zeros(0),) * 4, P.arcs, res.lengths).info()
     return out.with_(info={**out.info, INFO_KEY: lengths})
+
+
+def _choose(instance: Instance, options: SolveOptions) -> SolveResult:
+    """``rings = choose``: every group split freely over its TotientPerms orders on the fixed
+    topology (:func:`.choice.route_with_rings`; the bound covers alloc-milp's ring space with
+    the links fixed, scope ``totient``)."""
+    from ..formulations.ring_lp import candidate_orders
+    from ..formulations.route import the_topology
+    from .choice import route_with_rings
+
+    if options.method.formulation == "symmetric" or options.method.columns != "paths":
+        raise InputError("rings: choose needs the path columns (formulation source or auto, "
+                         "columns paths)")
+    return route_with_rings(instance, the_topology(instance).links, candidate_orders(instance),
+                            options, options.warm_start, ring_mode="choose")
 
 
 def _start(instance: Instance, options: SolveOptions, P):
@@ -430,7 +444,19 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
 def _scope(instance, options):
     from ..formulations.route import bound_scope
 
+    if options.method.rings == "choose":  # every split over the TotientPerms orders
+        from ...core.scope import Scope, topology_hash
+
+        topo = None if instance is None else instance.topology
+        return Scope(topology="fixed", rings="totient", topology_hash=None if topo is None
+                     else topology_hash(np.asarray(_fixed_links(instance))))
     return bound_scope(instance, options)
+
+
+def _fixed_links(instance):
+    from ..formulations.route import the_topology
+
+    return the_topology(instance).links
 
 
 SEARCH_ARRAYS = 14  # (sources x n) arrays of 8 bytes the column generation holds at its peak

@@ -61,9 +61,11 @@ from .common import (
     normalise,
     paths_back,
     run_master,
+    smooth,
     tree_order,
     tree_sum_down,
 )
+from .rings import MasterRings
 
 PRUNE = 1e-6  # a column with a smaller fraction in the last master counts as unused
 UNUSED = 1e-3  # a column with a smaller fraction in the last master ages (AGE)
@@ -72,6 +74,7 @@ STALL = 5  # rounds without progress of incumbent or bound that switch pruning o
 SECOND = True
 SECOND_COLS = None  # cap on the second set's columns per round (None: all; a cap needed more rounds)
 WARM_ASCENT = 0  # supergradient steps per round of a warm start (Bound.ascend; module doc)
+DUAL_TREES = True
 REBASE = 1e-3  # a column carrying more than 1 - REBASE of its pair becomes the pair's key path
 
 
@@ -165,17 +168,23 @@ def _rebase(pool: _Pool, x, knodes, kptr, pidx, n):
     return pool.take(np.flatnonzero(keep)), knodes, kptr, q
 
 
-def _master(pool: _Pool, base, cap, n) -> highspy.Highs:
-    """The restricted master of ``pool`` (column 0 is ``U``)."""
+def _master(pool: _Pool, base, cap, n, mr=None) -> highspy.Highs:
+    """The restricted master of ``pool`` (column 0 is ``U``, then the pool's columns, then
+    with free rings (``mr``: :class:`.rings.MasterRings`) one share column per candidate)."""
     R, C = len(cap), len(pool)
     pair = pool.src * n + pool.dst
-    _, inv, counts = np.unique(pair, return_inverse=True, return_counts=True)
-    multi = counts[inv] >= 2
-    rank = np.cumsum(counts >= 2) - 1  # conv row of each multi-path pair
-    nconv = int((counts >= 2).sum())
-    h = master_highs(np.concatenate([np.full(R, -np.inf), np.full(nconv, -np.inf)]),
-                     np.concatenate([-base, np.ones(nconv)]), np.arange(R), cap, "ipm")
+    upair, inv, counts = np.unique(pair, return_inverse=True, return_counts=True)
+    need = counts >= 2  # one alternative of a fixed demand: its bound x <= 1 is the row
+    if mr is not None:
+        need |= mr.variable[upair]  # a varying demand: the row carries its share columns
+    nconv = int(need.sum())
+    row_of = np.cumsum(need) - 1  # conv row of each pair that has one
+    rhs = np.ones(nconv) if mr is None else mr.rhs[upair[need]]
+    G = 0 if mr is None else len(mr.ring.groups)
+    h = master_highs(np.concatenate([np.full(R + nconv, -np.inf), np.ones(G)]),
+                     np.concatenate([-base, rhs, np.ones(G)]), np.arange(R), cap, "ipm")
     if C:
+        multi = need[inv]
         lens = np.diff(pool.cptr) + multi
         starts = np.concatenate([[0], np.cumsum(lens)])[:-1]
         idx = np.empty(int(lens.sum()), np.int64)
@@ -184,24 +193,45 @@ def _master(pool: _Pool, base, cap, n) -> highspy.Highs:
             np.arange(len(pool.cres)) - np.repeat(pool.cptr[:-1], np.diff(pool.cptr)))
         idx[cap_pos], val[cap_pos] = pool.cres, pool.cval
         conv_pos = starts[multi] + np.diff(pool.cptr)[multi]
-        idx[conv_pos], val[conv_pos] = R + rank[inv[multi]], 1.0
+        idx[conv_pos], val[conv_pos] = R + row_of[inv[multi]], 1.0
         h.addCols(C, np.zeros(C), np.zeros(C), np.ones(C), len(idx), starts.astype(np.int32),
                   idx.astype(np.int32), val)
+    if mr is not None:
+        K = len(mr.cand)
+        pos = np.minimum(np.searchsorted(upair, mr.flat), max(len(upair) - 1, 0))
+        has = (len(upair) > 0) & (upair[pos] == mr.flat) & need[pos] if len(upair) else \
+            np.zeros(len(mr.flat), bool)
+        owner = np.concatenate([np.repeat(np.arange(K), np.diff(mr.cptr)),
+                                mr.edge_pos[has], np.arange(K)])
+        idx = np.concatenate([mr.cres, R + row_of[pos[has]], R + nconv + mr.share_row])
+        val = np.concatenate([mr.cval, -mr.coef[has], np.ones(K)])
+        order = np.argsort(owner, kind="stable")
+        starts = np.searchsorted(owner[order], np.arange(K))
+        h.addCols(K, np.zeros(K), np.zeros(K), np.ones(K), len(idx), starts.astype(np.int32),
+                  idx[order].astype(np.int32), val[order])
     return h
 
 
 def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: int,
-                init_rounds: int, seed: int, warm=None) -> ApproxResult:
+                init_rounds: int, seed: int, warm=None, ring=None) -> ApproxResult:
     """Path column generation (module docstring). ``warm``: a :class:`.warm.WarmStart` of a
     nearby topology, whose lengths give the first bound (and the point smoothing starts from)
-    and whose surviving paths are the first pool."""
+    and whose surviving paths are the first pool. ``ring``: a :class:`.rings.RingChoice`,
+    free ring shares over candidate orders (``D`` is then the fixed demand; the master and
+    the bound of :mod:`.rings`)."""
     timings = dict.fromkeys(("setup", "master", "pricing", "columns"), 0.0)
     t = time.perf_counter()
     m, R = len(arcs), len(cap)
+    Dfix = D
+    if ring is not None:  # every pair that some candidate may load: its largest demand
+        D = D + ring.reference(n)
     sources = np.flatnonzero(D.sum(axis=1) > 0)
     S = len(sources)
     rows = D if len(sources) == n else D[sources]  # every node a source: D itself, not an n x n copy
-    pricer = Pricer(n, arcs, res_of_arc, cap, sources, D, rows, False)
+    fixed = rows if ring is None else (Dfix if len(sources) == n else Dfix[sources])
+    if ring is not None:
+        ring.bind(sources, n)
+    pricer = Pricer(n, arcs, res_of_arc, cap, sources, D, fixed, False, ring)
     pricer.limits = limits
     mu0 = normalise(1.0 / cap, cap, None)
     if limits.time_limit is not None and pricer.probe(mu0) > 0 and not pricer.affords(1):
@@ -226,8 +256,19 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
     pidx[kk * n + tt] = np.arange(len(kk))
     rebased = np.zeros(len(kk), bool)  # pairs whose key path is no longer their tree path
     base = Base(n, S, kk * n + tt, knodes, kptr, np.ones(len(kk)), arc_id)
-    base_res = np.bincount(res_of_arc, weights=base.arc_load(rows, m), minlength=R)
-    upper0 = float((base_res / cap).max())  # the start: never return worse
+    base_res = np.bincount(res_of_arc, weights=base.arc_load(fixed, m), minlength=R)
+    x_start, mr = np.zeros(1), None
+    if ring is None:
+        upper0 = float((base_res / cap).max())  # the start: never return worse
+    else:  # the start: every group on its cheapest candidates at hop lengths, on key paths
+        x_start = np.concatenate([[0.0], ring.tied(dist)])
+        active = x_start[1:] > 0  # candidates with a share column (.rings.MasterRings)
+        if warm is not None and warm.rings:  # the nearby solution's rings
+            active |= [(ring.groups[ring.cand_row[c]], o) in warm.rings
+                       for c, o in enumerate(ring.orders)]
+        mr = MasterRings(ring, rows, fixed, base, n, res_of_arc, R, active)
+        upper0 = _loads(_Pool(), x_start, rows, fixed, base, ring, arc_id, res_of_arc,
+                        cap)[0]
     pool = _Pool()
 
     def add(ks, ts, pred):
@@ -273,7 +314,7 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
             break
         it += 1
         t = time.perf_counter()
-        h = _master(pool, base_res, cap, n)
+        h = _master(pool, base_res, cap, n, mr)
         stop = run_master(h, limits)
         master_s = time.perf_counter() - t
         timings["master"] += master_s
@@ -282,7 +323,14 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
             break
         sol = h.getSolution()
         last_pool, x = pool, np.asarray(sol.col_value)
-        upper = float(((np.asarray(sol.row_value)[:R] + cap * x[0] + base_res) / cap).max())
+        if ring is not None:  # every candidate's share (inactive ones 0)
+            x = np.concatenate([x[:len(pool) + 1], mr.expand(x[len(pool) + 1:])])
+        live = rows  # the pairs that may get columns, weighted by their volume
+        if ring is None:
+            upper = float(((np.asarray(sol.row_value)[:R] + cap * x[0] + base_res) / cap).max())
+        else:  # the routing with the renormalised shares (what _result returns)
+            upper, *_, shares = _loads(pool, x, rows, fixed, base, ring, arc_id, res_of_arc,
+                                       cap)
         mu = normalise(-np.asarray(sol.row_dual)[:R], cap, mu0)
         for alpha in (ALPHA, 0.0):  # at the master's own duals when the smoothed point misprices
             if not pricer.affords(1):  # the master's solution is kept (its base too)
@@ -293,7 +341,14 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
             if status:
                 break
             t = time.perf_counter()
-            cand, gain = _improving(dist, pred, mu, res_of_arc, arc_id, sources, rows, base, pool)
+            if ring is not None:  # .rings: the used candidates and the cheapest ones here
+                cheap = ring.tied(dist)
+                active |= cheap > 0
+                live = ring.demand_rows(shares + cheap, fixed)
+            cand, gain = _improving(dist, pred, mu, res_of_arc, arc_id, sources, live, base, pool)
+            if len(cand) == 0 and live is not rows:  # pairs without demand now, before "optimal"
+                cand, gain = _improving(dist, pred, mu, res_of_arc, arc_id, sources, rows, base,
+                                        pool)
             timings["columns"] += time.perf_counter() - t
             if len(cand):
                 break
@@ -308,12 +363,21 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
         t = time.perf_counter()
         if len(cand) > max_cols:
             cand = cand[np.argpartition(-gain.ravel()[cand], max_cols)[:max_cols]]
-        pool.age = np.where(x[1:] > UNUSED, 0, pool.age + 1)
-        pool, knodes, kptr, moved = _rebase(pool, x, knodes, kptr, pidx, n)
+        xp = x[1:len(pool) + 1]
+        pool.age = np.where(xp > UNUSED, 0, pool.age + 1)
+        if ring is not None:  # the share of its pair's current demand each column carries
+            dcur = ring.demand_rows(ring.normalise(x[len(pool) + 1:]), fixed)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                carry = np.where(dcur[pool.src, pool.dst] > 0, xp * rows[pool.src, pool.dst]
+                                 / dcur[pool.src, pool.dst], 0.0)
+            xr = np.concatenate([x[:1], carry])
+        else:
+            xr = x
+        pool, knodes, kptr, moved = _rebase(pool, xr, knodes, kptr, pidx, n)
         if len(moved):  # new key paths: the base and every column's coefficients change
             rebased[moved] = True
             base = Base(n, S, kk * n + tt, knodes, kptr, np.ones(len(kk)), arc_id)
-            base_res = np.bincount(res_of_arc, weights=base.arc_load(rows, m), minlength=R)
+            base_res = np.bincount(res_of_arc, weights=base.arc_load(fixed, m), minlength=R)
             pp = pool.src * n + pool.dst
             pool.cres, pool.cval, pool.cptr = coefficients(
                 rows[pool.src, pool.dst], pool.nodes, pool.ptr, pp, base, arc_id, res_of_arc, R)
@@ -325,20 +389,36 @@ def solve_paths(n, arcs, arc_id, res_of_arc, cap, D, limits: Limits, max_cols: i
         if SECOND and pricer.affords(2):  # the trees at the best-bound lengths too: a path
             # still shorter under the master's lengths than every path the pair now has
             dist2, pred2, _ = pricer(bound.mu)
-            c2, g2 = _improving(dist2, pred2, mu, res_of_arc, arc_id, sources, rows, base, pool)
-            if SECOND_COLS is not None and len(c2) > SECOND_COLS:
-                c2 = c2[np.argpartition(-g2.ravel()[c2], SECOND_COLS)[:SECOND_COLS]]
+            c2, g2 = _improving(dist2, pred2, mu, res_of_arc, arc_id, sources, live, base, pool)
+            cap2 = SECOND_COLS if ring is None else max_cols  # free rings: as many as the first
+            if cap2 is not None and len(c2) > cap2:
+                c2 = c2[np.argpartition(-g2.ravel()[c2], cap2)[:cap2]]
             if len(c2):
                 add(*np.divmod(c2, n), pred2)
+        if DUAL_TREES and ring is not None and alpha > 0 and pricer.affords(2):
+            # and at the master's own duals: a smoothed point next to a poor bound misprices
+            # (free rings, bert-n128-d4: 38 rounds without, 6 with; all-to-all at n = 128 the
+            # masters grew 2-6x with it)
+            dist3, pred3, _ = pricer(smooth(0.0, bound.mu, mu, cap))
+            c3, g3 = _improving(dist3, pred3, mu, res_of_arc, arc_id, sources, live, base, pool)
+            if len(c3) > max_cols:
+                c3 = c3[np.argpartition(-g3.ravel()[c3], max_cols)[:max_cols]]
+            if len(c3):
+                add(*np.divmod(c3, n), pred3)
+            active |= ring.tied(dist3) > 0
+        if ring is not None:  # the active candidates and the key paths may have changed
+            mr = MasterRings(ring, rows, fixed, base, n, res_of_arc, R, active)
         timings["columns"] += time.perf_counter() - t
     if status in ("", "iteration_limit"):
         status = f"iteration_limit ({limits.max_iter} rounds{'' if pruning.on else ', pruning off'})"
+    if ring is not None and len(x) < len(last_pool) + 1 + len(ring):  # no master solved
+        x = x_start
     res = _result(n, key, sources, rows, last_base, last_pool, x, arc_id, res_of_arc, cap,
-                  bound, it, status, timings, history, limits, mu)
+                  bound, it, status, timings, history, limits, mu, ring, fixed)
     if res.upper > upper0 * (1 + 1e-12):  # an inexact master: the start is better
-        res = _result(n, key, sources, rows, start_base, _Pool(), np.zeros(1), arc_id,
+        res = _result(n, key, sources, rows, start_base, _Pool(), x_start, arc_id,
                       res_of_arc, cap, bound, it, status + "; the start routing kept", timings,
-                      history, limits, mu)
+                      history, limits, mu, ring, fixed)
     return res
 
 
@@ -356,26 +436,49 @@ def _improving(dist, pred, mu, res_of_arc, arc_id, sources, rows, base: Base, po
     return np.flatnonzero((gain > PRICE_TOL * rows * have).ravel()), gain
 
 
-def _result(n, key, sources, rows, base_state, pool, x, arc_id, res_of_arc, cap, bound, it,
-            status, timings, history, limits, mu) -> ApproxResult:
-    """The routing of the last master solution, its loads and congestion recomputed. A pair
-    whose key path was rebased (:func:`_rebase`) lists its key path as an alternative with
-    what the columns leave, so its tree path (``key``) carries nothing."""
-    base, knodes, kptr, rebased = base_state
-    S, m = len(sources), int(arc_id.max()) + 1
-    frac = np.zeros(len(pool))
-    frac[: len(x) - 1] = np.clip(x[1:], 0.0, 1.0)
+def _loads(pool, x, rows, fixed, base: Base, ring, arc_id, res_of_arc, cap):
+    """The routing of a master solution ``x`` (pool fractions, then with free rings the
+    shares): ``(congestion, arc loads, fractions of the pair's demand, pair totals, pair
+    demand, shares)``. Fractions at most ``PRUNE`` are interior-point dust (the base takes
+    them); a pair whose columns sum past 1 is rescaled. With rings the shares are
+    renormalised (:meth:`.rings.RingChoice.normalise`) and a column's fraction of its pair's
+    demand is ``x_p dref_k / d_k(sigma)``."""
+    S, n = rows.shape
+    m = int(arc_id.max()) + 1
+    xp = np.zeros(len(pool))
+    xp[: min(len(pool), len(x) - 1)] = x[1:len(pool) + 1]
+    xp = np.clip(xp, 0.0, None)
+    shares, dem = None, rows
+    if ring is not None:
+        shares = ring.normalise(x[len(pool) + 1:len(pool) + 1 + len(ring)])
+        dem = ring.demand_rows(shares, fixed)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            xp = np.where(dem[pool.src, pool.dst] > 0,
+                          xp * rows[pool.src, pool.dst] / dem[pool.src, pool.dst], 0.0)
+    frac = np.minimum(xp, 1.0)
     frac[frac <= PRUNE] = 0.0  # interior-point dust: the base takes it
     tot = np.zeros((S, n))
     np.add.at(tot, (pool.src, pool.dst), frac)
     over = tot[pool.src, pool.dst] > 1.0
     frac[over] /= tot[pool.src, pool.dst][over]
     tot = np.minimum(tot, 1.0)
-    arc_load = base.arc_load(rows * (1.0 - tot), m)
+    arc_load = base.arc_load(dem * (1.0 - tot), m)
     if len(pool):
         a, owner = pool.arcs(arc_id)
-        arc_load += np.bincount(a, weights=(rows[pool.src, pool.dst] * frac)[owner], minlength=m)
+        arc_load += np.bincount(a, weights=(dem[pool.src, pool.dst] * frac)[owner], minlength=m)
     upper = float((np.bincount(res_of_arc, weights=arc_load, minlength=len(cap)) / cap).max())
+    return upper, arc_load, frac, tot, dem, shares
+
+
+def _result(n, key, sources, rows, base_state, pool, x, arc_id, res_of_arc, cap, bound, it,
+            status, timings, history, limits, mu, ring=None, fixed=None) -> ApproxResult:
+    """The routing of the last master solution, its loads and congestion recomputed
+    (:func:`_loads`). A pair whose key path was rebased (:func:`_rebase`) lists its key path
+    as an alternative with what the columns leave, so its tree path (``key``) carries
+    nothing."""
+    base, knodes, kptr, rebased = base_state
+    upper, arc_load, frac, tot, dem, shares = _loads(pool, x, rows, fixed, base, ring, arc_id,
+                                                     res_of_arc, cap)
     q = np.flatnonzero(rebased)
     if len(q):
         kk, tt = np.nonzero(rows > 0)
@@ -392,5 +495,5 @@ def _result(n, key, sources, rows, base_state, pool, x, arc_id, res_of_arc, cap,
         key=key, alt_src=pool.src, alt_dst=pool.dst, alt_ptr=pool.ptr, alt_nodes=pool.nodes,
         alt_frac=frac, trees=np.zeros((0, n), np.int64), tree_weight=np.zeros(0),
         lengths=bound.mu[res_of_arc], arc_load=arc_load, iterations=it, status=status,
-        timings=timings, history=history, duals=mu[res_of_arc],
+        timings=timings, history=history, duals=mu[res_of_arc], shares=shares,
     )

@@ -113,6 +113,7 @@ class WarmStart:
     frac: np.ndarray
     arcs: np.ndarray | None = None
     lengths: np.ndarray | None = None
+    rings: frozenset | None = None  # (group, order) of the rings with a share (.rings)
 
     @classmethod
     def from_approx(cls, res: ApproxResult, arcs: np.ndarray, demand: np.ndarray) -> WarmStart:
@@ -157,8 +158,11 @@ class WarmStart:
         info = (result.info or {}).get(INFO_KEY) or {}
         arcs = np.asarray(info["arcs"], np.int64).reshape(-1, 2) if "arcs" in info else None
         lengths = np.asarray(info["lengths"], float) if "lengths" in info else None
-        return cls._from_pairs(n, ((k // n, k % n, [(p, w / total[k]) for p, w in ps.items()])
-                                   for k, ps in per_pair.items()), arcs, lengths)
+        out = cls._from_pairs(n, ((k // n, k % n, [(p, w / total[k]) for p, w in ps.items()])
+                                  for k, ps in per_pair.items()), arcs, lengths)
+        out.rings = frozenset((r.group, tuple(r.order)) for r in result.routing.rings
+                              if r.share > 0)
+        return out
 
     @classmethod
     def _from_pairs(cls, n, pair_paths, arcs, lengths) -> WarmStart:
