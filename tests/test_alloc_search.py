@@ -234,3 +234,22 @@ def test_search_counts_its_evaluations():
     assert ev["lps"] + ev["cached"] >= swaps_run > 0
     assert 0 < ev["lp_s"] <= res.runtime_s
     assert f"{ev['lps']} LPs" in res.message
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_approx_router_decides_moves_as_the_exact_lp(seed):
+    # a move is accepted on route-approx's checked routing or rejected on its certified bound,
+    # and an undecided one goes to the exact LP: the first move (same current solution for
+    # both routers) gets the same verdict, and the approximate run's result is checked
+    inst = mixed(12, 4, seed)
+    runs = {r: registry.solve(inst, "alloc-search", max_iterations=6, router=r, seed=seed)
+            for r in ("exact", "approx")}
+    checked(inst, runs["approx"])
+    assert runs["approx"].info["evaluations"]["approx"] > 0
+    assert runs["exact"].info["evaluations"]["approx"] == 0
+    first = {r: next(s for s in res.info["trajectory"] if s["kind"].startswith("swap:"))
+             for r, res in runs.items()}
+    assert first["exact"]["kind"] == first["approx"]["kind"]
+    assert first["exact"]["accepted"] == first["approx"]["accepted"]
+    starts = [s["routed_s"] for s in runs["approx"].info["starts"] if s["routed_s"] is not None]
+    assert runs["approx"].objective <= min(starts) * (1 + 1e-9)

@@ -147,7 +147,9 @@ class Step:
 
 @dataclass(frozen=True)
 class Solution:
-    """A checked solution; ``prices`` / ``gains`` are its route LP's duals (or ``None``)."""
+    """A checked solution; ``prices`` / ``gains`` are its route LP's duals (or ``None``);
+    ``bound_s`` a certified lower bound on the route LP of its topology with the same ring
+    candidates, when its router gave one (route-approx's)."""
 
     topology: Topology
     routing: Routing
@@ -155,6 +157,7 @@ class Solution:
     objective_s: float
     prices: np.ndarray | None = None
     gains: np.ndarray | None = None
+    bound_s: float | None = None
 
 
 def _checked(instance: Instance, sol: Solution) -> tuple[Solution | None, str]:

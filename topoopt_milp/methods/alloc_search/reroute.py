@@ -175,5 +175,5 @@ def reroute_approx(instance: Instance, topology: Topology, options: SolveOptions
             dist = np.where(np.isfinite(dist), dist, 0.0)
             gains = np.clip((dist[:, None, :] - dist[:, :, None]).max(axis=0), 0.0, None)
     sol = Solution(res.topology, res.routing, tuple(res.routing.rings), float(res.objective),
-                   prices, gains)
+                   prices, gains, None if res.bound is None else float(res.bound))
     return _checked(instance, sol)

@@ -67,6 +67,21 @@ topology's links (:mod:`.tours`): the ring orders are then free (the instance's 
 "any ring order"), only bounds of that scope cover the result, and ``info["ring_space"]``
 says so whenever a tour carries volume. It reports no bound of its own (a heuristic).
 
+Router. ``router = exact`` re-routes every move by the route LP; ``auto`` (the default) is
+``approx`` from ``n = APPROX_MIN_N`` (64) on, where the exact LP takes tens of seconds.
+``approx`` re-routes a move
+by route-approx within ``1 + epsilon`` (1%) with the same ring candidates (free split),
+warm-started from the nearest routed topology (:func:`.reroute.reroute_approx`), which
+returns a checked routing and a certified lower bound on the move's LP: a routing at or
+below the current objective is accepted as it is (a real, checked solution; the LP optimum
+is at most its objective, so the exact router accepts it too), a bound above the current
+objective rejects the move (the LP optimum is at least the bound, so the exact router
+rejects it too), and a move in between -- routing above, bound not -- is re-routed within
+``1.002`` (warm from the same topology's result), then, if still undecided, by the exact
+LP, which decides. The two routers thus accept the same moves; an accepted move's routing
+is within ``1 + epsilon`` of its LP optimum instead of at it. Starts and the final polish
+stay exact. ``info["evaluations"]`` counts ``approx`` runs and ``exact`` fallbacks.
+
 Time. The limit covers the whole run (:meth:`SolveOptions.time_left`); no re-routing starts
 with less time left than the last one took; the portfolio takes at most ``lp_share`` of
 the limit for its re-routings (it always routes the first start).
@@ -110,6 +125,14 @@ from .tours import tour_candidates
 log = logging.getLogger(__name__)
 
 PROGRESS = 1e-6  # relative improvement that counts as progress
+# route-approx's epsilons for a move, the next one only while the move is undecided (its
+# routing above the current objective, its certified bound not); then the exact LP
+APPROX_EPSILONS = (0.01, 0.002)
+# router = auto: route-approx from this size. Measured (alloc-search, rings = tours, 300 s,
+# load 4-6): candle-n128-d4 74 re-routings (1-5 s each) against 8 exact LPs (25-60 s), and
+# 0.8560 s against 0.8651 s; mixed-n128-d4-g4-mp05 ~10 s against ~25 s per move; at
+# ncf-n32-d4 107 against 91 re-routings in 60 s, so the exact LP stays below
+APPROX_MIN_N = 64
 SEARCH_STARTS = "totientperms,topologyfinder,demand-greedy,group-rings,expander"
 MAX_ITERATIONS = 500  # re-routings without a time limit (max_iterations = 0)
 DESCENT_S = 30.0  # hop-volume descent without a time limit: at most this many seconds
@@ -157,10 +180,12 @@ class AllocSearchParams(BestStartParams):
     prune: bool = knob(True, "alloc-search: reject a move without its LP when its free-ring "
                              "hop bound (a lower bound on the LP) is above the current "
                              "objective.")
-    router: str = knob("exact", "alloc-search: re-routing of the moves: exact (the route LP) "
-                                "or approx (route-approx within 1%, warm-started from the "
-                                "nearest routed topology; rings = given only).",
-                       choices=("exact", "approx"))
+    router: str = knob("auto", "alloc-search: re-routing of the moves: exact (the route LP), "
+                               "approx (route-approx within 1%, warm-started from the nearest "
+                               "routed topology; the exact LP decides a move whose routing is "
+                               "above the current objective and whose certified bound is not) "
+                               f"or auto (approx from n = {APPROX_MIN_N}).",
+                       choices=("auto", "exact", "approx"))
 
 
 @dataclass(frozen=True)
@@ -217,10 +242,8 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     ``cached`` topologies met again (their re-routing reused, no LP)."""
     t0 = time.perf_counter()
     stats = {} if stats is None else stats
-    stats.update(lps=0, lp_s=0.0, cached=0, pruned=0)
+    stats.update(lps=0, lp_s=0.0, cached=0, pruned=0, approx=0, exact=0)
     n = instance.n
-    if p.router == "approx" and p.rings != "given":
-        raise InputError("router: approx re-routes fixed rings; it needs rings = given")
     cap = instance.degree if p.max_multiplicity is None else int(p.max_multiplicity)
     lp, exact = lp_options(options), lp_options(options, None)  # moves; starts and polish
     traj: list[Step] = []
@@ -235,6 +258,7 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     def room() -> bool:
         return left() is None or left() > last[0]
 
+    approx = p.router == "approx" or (p.router == "auto" and n >= APPROX_MIN_N)
     seen: dict[bytes, tuple[Solution | None, str]] = {}  # link matrix -> its re-routing
     hint: list[np.ndarray | None] = [None]  # the current solution's arc loads (tours' weights)
 
@@ -262,11 +286,26 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
                 return None, f"hop bound {bound:.6g} s > {cutoff:.6g} s: no LP"
         t = time.perf_counter()
         rem = left()  # 0.75: model building, decomposition and check surround the LP
-        if p.router == "approx" and opts is lp and p.rings != "tours":
-            # the moves; starts, polish and ring tours stay exact
-            sol, why = reroute_approx(instance, Topology(L), opts,
-                                      time_limit=None if rem is None else 0.75 * rem)
-        else:
+        sol = None
+        if approx and opts is lp:  # the moves; starts and polish stay exact
+            for eps in APPROX_EPSILONS:
+                # a tighter epsilon re-routes warm from the same topology's last result
+                stats["approx"] += 1
+                sol, why = reroute_approx(instance, Topology(L), opts, epsilon=eps,
+                                          time_limit=None if rem is None else 0.75 * rem,
+                                          rings=rings)
+                rem = left()
+                undecided = (sol is not None and cutoff is not None
+                             and sol.objective_s > cutoff
+                             and (sol.bound_s is None or sol.bound_s <= cutoff))
+                if sol is None or not undecided:
+                    break
+            if sol is None or undecided:
+                # no answer, or its routing is above the cutoff while its certified bound is
+                # not: only the exact LP tells whether L beats the current solution
+                stats["exact"] += 1
+                sol = None
+        if sol is None:
             sol, why = reroute(instance, Topology(L), rings, opts, penalty,
                                None if rem is None else 0.75 * rem)
         last[0] = time.perf_counter() - t
