@@ -105,6 +105,8 @@ def test_plan_picks_methods_by_spec():
             assert by_method[name].phase == phase
             assert by_method[name].warm == (spec.warm_start is not None
                                             and phase not in ("heuristic", "heuristic-lp"))
+    # an exact model with the ideal-switch probe first looks for a topology at the ideal
+    assert by_method["alloc-milp"].knobs == {"probe_ideal": portfolio.PROBE_SHARE}
     # a bound method with a rings knob runs once per ring scope
     bounds = [e for e in entries if e.method == "lower-bounds"]
     assert {e.knobs.get("rings") for e in bounds} == {"choose", "any"}

@@ -16,7 +16,8 @@ Which methods run, and in which order
    ``alloc-alternate``); a search whose ``rings`` knob offers ``tours`` (free ring orders,
    the instance's own scope: ``alloc-search``) runs with it, and first;
 5. ``exact`` and 6. ``restricted`` -- the remaining exact / restricted models, only at
-   ``n <= exact_max_n`` (the small instances they can prove).
+   ``n <= exact_max_n`` (the small instances they can prove); one with a ``probe_ideal`` knob
+   first looks for a topology at the ideal switch in ``PROBE_SHARE`` of its budget.
 
 A method whose ``max_n`` or memory estimate (:func:`topoopt_milp.core.sizes.check`) refuses the
 instance is left out; an instance with a fixed topology gets the ``route`` methods only, one
@@ -88,16 +89,16 @@ from .store import run_key
 log = logging.getLogger(__name__)
 
 PHASES = ("heuristic", "heuristic-lp", "bound", "search", "exact", "restricted")
-# the ring mode of a search's ``rings`` knob whose ring orders are free (alloc-search: tours
-# of the topology besides the TotientPerms orders): the instance's own scope. Measured
-# (results/bench_search.md): dlrm-n128-d4 0.0241 s (TotientPerms orders) -> 0.0226 s, and
-# never worse than the TotientPerms-order search on the 36 open d = 4 instances
+# the ring mode of a search's ``rings`` knob whose ring orders are free (alloc-search: tours of the
+# topology besides the TotientPerms orders): the instance's own scope. Measured (results/bench_search.md):
+# dlrm-n128-d4 0.0241 s -> 0.0226 s, never worse than TotientPerms orders on the 36 open d = 4 instances
 FREE_RINGS = "tours"
 # the search whose objective is the hop bound (hop-anneal: the average distance on uniform
 # traffic): it leads on all-to-all traffic (:func:`all_to_all`), where the hop bound is tight
 # (measured: results/certify-alltoall.md); elsewhere it is one more search, in registry order
 HOP_SEARCH = "hop-anneal"
 EXACT_MAX_N = 24  # exact and restricted models run only up to this size
+PROBE_SHARE = 0.25  # of an exact model's budget: first a topology at the ideal switch?
 MIN_RUN_S = 1.0  # a run is not started with less budget than this
 OBJ_TOL = 1e-5  # as the result step's: below it a gap is solver tolerance
 NEGATIVE_TOL = 1e-6  # a covering bound above the objective by more is an invalid bound
@@ -143,12 +144,14 @@ def _ring_choices(spec: MethodSpec) -> tuple[str, ...]:
 
 
 def _variants(spec: MethodSpec, instance: Instance, phase: str) -> list[dict[str, Any]]:
-    """The knob sets a method runs with: a bound method once per ring space of its ``rings``
-    knob with a distinct scope (so that each certified space gets its bound); a search whose
-    ``rings`` knob offers ``tours`` with it (:data:`FREE_RINGS`); else once."""
+    """The knob sets a method runs with: a bound method once per ring space of its ``rings`` knob
+    with a distinct scope (each certified space gets its bound); a search offering ``tours`` with it
+    (:data:`FREE_RINGS`); an exact model with a ``probe_ideal`` knob with :data:`PROBE_SHARE`."""
     choices = _ring_choices(spec)
     if phase == "search" and FREE_RINGS in choices:
         return [{"rings": FREE_RINGS}]
+    if phase == "exact" and any(f.name == "probe_ideal" for f in spec.params.knobs()):
+        return [{"probe_ideal": PROBE_SHARE}]
     if phase != "bound":
         return [{}]
     out, seen = [], set()

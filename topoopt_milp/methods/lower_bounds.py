@@ -131,7 +131,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
                    bound=values[name], info=info)
 
 
-ORDER = ("ideal_switch", "moore", "cut_any", "port_hop_any", "port_hop_totient", "cut_totient")
+ORDER = ("ideal_switch", "moore", "matching", "cut_any", "port_hop_any", "port_hop_totient", "cut_totient")
 RESERVE_S = 0.5  # kept for assembling and writing the result
 
 
@@ -173,5 +173,6 @@ def _child(f, instance: Instance, send) -> None:
 SPEC = MethodSpec(
     "lower-bounds", "alloc", "exact", "analytic", LowerBoundParams, solve,
     "lower bounds only (no solution): port-aware hop counting, cut-sets, ideal switch, Moore, "
+    "the one-hop b-matching, "
     "the neighbourhood and gateway MILPs, optionally the Benders master", scope=bound_scope,
     memory=lambda i, o: dense_estimate(i))

@@ -46,6 +46,9 @@ cut_bound (cut-set inequalities on structured node sets)
     member set, the residue classes ``{i : i = r mod q}`` for divisors ``q`` of ``n`` and their
     unions ``{i : i mod q < q/2}``, the halves ``{0..n/2-1}``, and both directions.
 
+The matching bound of :mod:`.matching` (the one-hop bytes of all sources together fit in a
+b-matching) is listed here too, as ``"matching"`` (scope ``"any"``).
+
 The method ``lower-bounds`` (:mod:`topoopt_milp.methods.lower_bounds`) reports the best of them,
 optionally with the alloc-benders master's bound
 (:func:`topoopt_milp.methods.alloc_benders.decomposition.master_bound`).
@@ -61,6 +64,8 @@ import numpy as np
 
 from ...core.evaluate import ideal_switch_time, moore_lower_bound
 from ...core.instance import Instance
+from .bisect import last_failing
+from .matching import matching_bound
 
 SCOPES = ("any", "totient")
 
@@ -148,20 +153,7 @@ def _least_capacity(terms, n: int, d: int) -> float:
             total += float(h.min())
         return total - n * d * c
 
-    lo, hi = 0.0, 1.0
-    while excess(hi) > 0:
-        lo, hi = hi, 2 * hi
-        if hi > 1e30:
-            return math.inf
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if excess(mid) > 0:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return lo
+    return last_failing(excess)
 
 
 def structured_sets(instance: Instance) -> list[np.ndarray]:
@@ -225,6 +217,7 @@ def cut_bound(instance: Instance, scope: str = "totient",
 BOUNDS: dict[str, tuple[Callable[[Instance], float], str]] = {
     "ideal_switch": (ideal_switch_time, "any"),
     "moore": (moore_lower_bound, "any"),
+    "matching": (matching_bound, "any"),
     "port_hop_any": (lambda inst: port_hop_bound(inst, "any"), "any"),
     "port_hop_totient": (lambda inst: port_hop_bound(inst, "totient"), "totient"),
     "cut_any": (lambda inst: cut_bound(inst, "any"), "any"),
