@@ -434,3 +434,32 @@ def test_rebased_key_paths_keep_the_routing_consistent(monkeypatch):
     assert res.lower <= lp.fun * (1 + 1e-9)
     assert res.upper >= lp.fun * (1 - 1e-9)
     assert res.gap <= 1e-4 + 1e-12
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_reversal_symmetric_demand_is_routed_as_unordered_pairs(seed):
+    """Symmetric (non-uniform) demand on duplex links: the reduced problem of
+    route_approx.reverse is used, the routing of (t, s) is the reverse of (s, t)'s, the two
+    arcs of a link carry the same load, and the bound stays <= route-milp's optimum."""
+    n, d = 14, 4
+    rng = np.random.default_rng(seed)
+    vol = {(i, j): float(rng.uniform(1e5, 4e6)) for i in range(n) for j in range(i + 1, n)
+           if rng.random() < 0.6}
+    inst = make_instance(n, d, GBPS, mp=[(i, j, v) for (i, j), v in vol.items()]
+                         + [(j, i, v) for (i, j), v in vol.items()])
+    res = assert_agrees(inst, random_regular(n, d, seed))
+    assert "reversal-symmetric" in res.message
+    paths = {(c.src, c.dst): sorted(c.paths) for c in res.routing.commodities}
+    for (s, t), ps in paths.items():
+        assert sorted((tuple(reversed(p)), f) for p, f in ps) == paths[(t, s)]
+    from topoopt_milp.core.evaluate import arc_loads
+
+    loads = arc_loads(n, res.routing)
+    assert np.allclose(loads, loads.T, rtol=1e-9, atol=1e-6)
+
+
+def test_asymmetric_demand_is_not_reduced():
+    n, d = 12, 4
+    inst = make_instance(n, d, GBPS, mp=[(i, (i + 1 + i % 3) % n, VOL * (1 + i)) for i in range(n)])
+    res = assert_agrees(inst, random_regular(n, d, 4))
+    assert "reversal-symmetric" not in res.message

@@ -76,6 +76,7 @@ from ...core.sizes import Estimate
 from ...core.spec import MethodSpec
 from .. import model_data as _exact
 from . import common as core
+from . import reverse
 from .common import COLS_PER_ARC, ApproxResult
 from .paths import solve_paths
 from .trees import solve_trees
@@ -330,21 +331,27 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     # START_SHARE of it for the start routing, built after the search only when it missed
     # epsilon
     keep = after_solver_s(len(P.commodities)) * (1.0 + START_SHARE)
+    # symmetric demand on duplex links: half the pairs, one resource per link (.reverse)
+    rev = not sym and options.method.columns == "paths" and reverse.applies(P)
+    res_arcs, res_cap, D = (reverse.reduce(instance.n, P.arcs, P.res_cap, P.D) if rev
+                            else (P.res_arcs, P.res_cap, P.D))
     try:
-        res = approx_min_congestion(instance.n, P.arcs, P.res_arcs, P.res_cap, P.D, float(eps),
+        res = approx_min_congestion(instance.n, P.arcs, res_arcs, res_cap, D, float(eps),
                                     options.time_left(keep), symmetric=sym,
                                     seed=options.seed, columns=options.method.columns,
                                     warm=warm)
     except core.StartTooCostly as exc:
         return _cheap_start(instance, options, P, str(exc), t0, _start(instance, options, P))
     t = time.perf_counter()
-    pair_paths = {(s, t): paths for s, t, paths in res.pair_paths(P.D)}
+    pair_paths = (reverse.expand(res.pair_paths(D)) if rev else
+                  {(s, t): paths for s, t, paths in res.pair_paths(D)})
     routing = _exact.routing_from_pair_paths(instance, P.topology, P.rings, pair_paths,
                                              options.seed)
     assemble = time.perf_counter() - t
     status = Status.OPTIMAL if res.gap <= OPTIMAL_GAP else Status.FEASIBLE
     tm = ", ".join(f"{k} {v:.2f}" for k, v in res.timings.items())
     note = (f"formulation={'symmetric' if sym else options.method.columns}; "
+            f"{'reversal-symmetric pairs; ' if rev else ''}"
             f"{'warm start; ' if warm is not None else ''}epsilon={float(eps):g}; "
             f"certified gap {res.gap:.3g} after {res.iterations} rounds ({res.status}); "
             f"times [s]: {tm}, routing {assemble:.2f}")

@@ -79,6 +79,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
+from . import reverse
 from .base import hops
 from .common import LENGTH_FLOOR, ApproxResult, paths_back
 
@@ -199,6 +200,19 @@ class WarmStart:
                 d[p] = d.get(p, 0.0) + frac[j]
             out[divmod(int(pair[first[i]]), n)] = tuple(d.items())
         return out
+
+    def with_reverses(self) -> WarmStart:
+        """Every path also reversed, for the reverse pair (the expansion of :mod:`.reverse`)."""
+        lens = np.diff(self.ptr)
+        first = np.repeat(self.ptr[:-1], lens)
+        last = np.repeat(self.ptr[1:] - 1, lens)
+        flipped = self.nodes[first + last - np.arange(len(self.nodes))]
+        s, t = np.divmod(self.pair, self.n)
+        return WarmStart(self.n, np.concatenate([self.pair, t * self.n + s]),
+                         np.concatenate([self.nodes, flipped]),
+                         np.concatenate([self.ptr, self.ptr[-1] + self.ptr[1:]]),
+                         np.concatenate([self.frac, self.frac]), self.arcs, self.lengths,
+                         self.rings)
 
     def info(self) -> dict:
         """The JSON entry for ``SolveResult.info`` (arcs and lengths)."""
@@ -367,11 +381,20 @@ def fast_warm_route(instance, links, previous, options):
     arc_id[P.arcs[:, 0], P.arcs[:, 1]] = np.arange(m)
     # approx_min_congestion's path branch, its input checks done by the patching (one
     # resource per arc, distinct arcs, positive capacities, every demand connected)
-    res = solve_paths(n, P.arcs, arc_id, np.arange(m), P.res_cap, P.D,
+    res_of_arc, cap, D = np.arange(m), P.res_cap, P.D
+    rev = reverse.applies(P)
+    if rev:  # symmetric demand: half the pairs, one resource per link (.reverse)
+        res_arcs, cap, D = reverse.reduce(n, P.arcs, P.res_cap, P.D)
+        res_of_arc = np.empty(m, np.int64)
+        res_of_arc[np.concatenate(res_arcs)] = np.repeat(np.arange(len(res_arcs)), 2)
+    res = solve_paths(n, P.arcs, arc_id, res_of_arc, cap, D,
                       Limits(t0, options.time_left(), MAX_ITER, eps),
-                      max(4 * m, n * n // 16), 1, options.seed, warm)
+                      max(4 * len(cap) * (2 if rev else 1), n * n // 16), 1, options.seed,
+                      warm)
     t = time.perf_counter()
-    nxt = WarmStart.from_approx(res, P.arcs, P.D)
+    nxt = WarmStart.from_approx(res, P.arcs, D)
+    if rev:
+        nxt = nxt.with_reverses()
     paths = nxt.pair_paths()
     routed = []
     for c in P.commodities:
@@ -388,7 +411,8 @@ def fast_warm_route(instance, links, previous, options):
     assemble = time.perf_counter() - t
     status = Status.OPTIMAL if res.gap <= OPTIMAL_GAP else Status.FEASIBLE
     tm = ", ".join(f"{k} {v:.2f}" for k, v in res.timings.items())
-    note = (f"formulation=paths; warm start (patched problem); epsilon={eps:g}; "
+    note = (f"formulation=paths; warm start (patched problem); "
+            f"{'reversal-symmetric pairs; ' if rev else ''}epsilon={eps:g}; "
             f"certified gap {res.gap:.3g} after {res.iterations} rounds ({res.status}); "
             f"times [s]: problem {tp - t0:.2f}, warm state {tw - tp:.2f}, {tm}, "
             f"routing {assemble:.2f}")
