@@ -144,9 +144,9 @@ def test_reroute_approx_warm_from_the_current_solution():
 
 
 def test_alloc_search_with_the_approximate_router():
-    """alloc-search's moves re-routed by reroute_approx (rings = given): a checked,
-    degree-preserving result no worse than its best (exactly routed) start; the router needs
-    fixed rings."""
+    """alloc-search's moves re-routed by reroute_approx (rings = given, and choose: free
+    shares over the TotientPerms orders): a checked, degree-preserving result no worse than
+    its best (exactly routed) start, with choose inside alloc-milp's ring space."""
     inst = all_to_all(12, 4)
     res = registry.solve(inst, "alloc-search", time_limit=4, rings="given", router="approx")
     fixed = inst.with_topology(res.topology.links)
@@ -156,8 +156,10 @@ def test_alloc_search_with_the_approximate_router():
     assert any(s["kind"].startswith("swap:") for s in steps)
     routed = [s["routed_s"] for s in res.info["starts"] if s["routed_s"] is not None]
     assert res.objective <= min(routed) * (1 + 1e-9)
-    with pytest.raises(InputError, match="rings = given"):
-        registry.solve(inst, "alloc-search", time_limit=2, rings="choose", router="approx")
+    res = registry.solve(inst, "alloc-search", time_limit=4, rings="choose", router="approx")
+    assert certify_solution(inst.with_topology(res.topology.links), res).violations == ()
+    assert res.info["evaluations"]["approx"] > 0
+    assert res.info["ring_space"].startswith("alloc-milp")
 
 
 def test_pair_paths_merges_equal_paths_and_keeps_single_ones():

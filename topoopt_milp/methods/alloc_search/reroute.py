@@ -142,8 +142,10 @@ def reroute_approx(instance: Instance, topology: Topology, options: SolveOptions
     elif mine:  # the remembered result whose links differ least from ``topology``
         prev = min((r for _, r in mine), key=lambda r: int(np.abs(r.topology.links - L).sum()))
     try:
-        if not (isinstance(rings, str) and rings == "given"):
-            cands = ring_candidates(instance, rings)
+        # no group with traffic (no candidates): nothing to split, the fixed-ring path
+        cands = {} if isinstance(rings, str) and rings == "given" else \
+            {g: o for g, o in ring_candidates(instance, rings).items() if o}
+        if cands:
             opts = SPEC.options({"epsilon": epsilon})
             if time_limit is not None:  # the clock starts now
                 opts = opts.with_(deadline=Deadline(float(time_limit)))
