@@ -136,14 +136,17 @@ def hop_bound(H, src, dst, vol, cap, n) -> float:
 
 def balanced(n, arcs, res_of_arc, cap, D, epsilon, H, deadline=None, seed=0):
     """Hop-balanced routing of demand ``D`` (module docstring), or ``None`` when it does not
-    apply (too few pairs per resource). Returns ``(src, dst, nodes, ptr, upper, lower,
-    passes)``: pair ``j`` from ``src[j]`` to ``dst[j]`` on nodes ``nodes[ptr[j]:ptr[j+1]]``;
+    apply (too few pairs per resource). ``H``: the hop distances, or a function giving them.
+    Returns ``(src, dst, nodes, ptr, upper, lower, passes)``: pair ``j`` from ``src[j]`` to
+    ``dst[j]`` on nodes ``nodes[ptr[j]:ptr[j+1]]``;
     ``upper`` its congestion (recomputed), ``lower`` the certified hop bound (model units).
     ``deadline``: a :func:`time.perf_counter` reading to stop at."""
     src, dst = np.nonzero(D > 0)
     R = len(cap)
     if len(src) < MIN_PAIRS_PER_RES * R:
         return None
+    if callable(H):  # computed only when the fast path applies (n x n: 800 MB at n = 10^4)
+        H = H()
     vol = D[src, dst].astype(float)
     Hi = np.where(np.isfinite(H), H, -1).astype(np.int32)
     if (Hi[src, dst] < 0).any():

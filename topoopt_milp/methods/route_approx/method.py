@@ -340,7 +340,8 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
         if not sym and warm is None and options.method.columns == "paths" \
                 and P.dropped is None:  # hop-balanced shortest paths when the hop bound is tight
             res = balance.solve(instance.n, P.arcs, res_arcs, res_cap, D, float(eps),
-                                options.time_left(keep), P.topology.hop_distances, options.seed)
+                                options.time_left(keep), lambda: P.topology.hop_distances,
+                                options.seed)
         if res is None:
             res = approx_min_congestion(instance.n, P.arcs, res_arcs, res_cap, D, float(eps),
                                         options.time_left(keep), symmetric=sym,
