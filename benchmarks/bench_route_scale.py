@@ -41,13 +41,15 @@ import numpy as np
 JUMPS = {4: (1, 5), 8: (1, 5, 13, 39)}
 
 
-def topology(kind: str, n: int):
+def topology(kind: str, n: int, seed: int = 0):
+    """``circD`` (circulant) or ``rrD``: the first connected networkx random D-regular graph
+    from ``seed`` on (seed 0: the bench graph)."""
     from topoopt_milp.core.topology import Topology
 
     d = int(kind[-1])
     if kind.startswith("circ"):
         return Topology.circulant(n, JUMPS[d])
-    for s in range(100):
+    for s in range(seed, seed + 100):
         g = nx.random_regular_graph(d, n, seed=s)
         if nx.is_connected(g):
             return Topology.from_link_list(n, [[u, v, 1] for u, v in g.edges()])
@@ -85,13 +87,13 @@ def peer_linprog(L: np.ndarray, vol: float, gbps: float, time_limit: float) -> f
     return float(res.fun)
 
 
-def child(method: str, kind: str, n: int, eps: float, cap: float) -> dict:
+def child(method: str, kind: str, n: int, eps: float, cap: float, seed: int = 0) -> dict:
     from topoopt_milp import registry
     from topoopt_milp.core.instance import make_instance
     from topoopt_milp.methods.route_approx import method as route_approx  # noqa: F401 - imports untimed
 
     d = int(kind[-1])
-    topo = topology(kind, n)
+    topo = topology(kind, n, seed)
     inst = make_instance(n, d, 100.0, mp=[(i, j, 1e6) for i in range(n) for j in range(n) if i != j])
     t0, c0 = time.perf_counter(), time.process_time()
     out: dict = {}
@@ -111,8 +113,9 @@ def child(method: str, kind: str, n: int, eps: float, cap: float) -> dict:
     return out
 
 
-def run(method, kind, n, eps, cap) -> dict:
-    cmd = [sys.executable, __file__, "--child", method, kind, str(n), str(eps), str(cap)]
+def run(method, kind, n, eps, cap, seed=0) -> dict:
+    cmd = [sys.executable, __file__, "--child", method, kind, str(n), str(eps), str(cap),
+           str(seed)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=cap + 60)
     except subprocess.TimeoutExpired:
@@ -135,8 +138,8 @@ def fmt(x, spec=".2f"):
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        method, kind, n, eps, cap = sys.argv[2:7]
-        print(json.dumps(child(method, kind, int(n), float(eps), float(cap))))
+        method, kind, n, eps, cap, seed = sys.argv[2:8]
+        print(json.dumps(child(method, kind, int(n), float(eps), float(cap), int(seed))))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="64,128,256,512,1024")
@@ -148,6 +151,8 @@ def main() -> None:
                     help="instead: warm re-routing after random edge swaps at --sizes and "
                          "--topologies rr4,rr8 (traffic: a2a or instance JSON paths)")
     ap.add_argument("--swaps", type=int, default=5)
+    ap.add_argument("--graph-seeds", default="0",
+                    help="random regular graphs: networkx seeds to start from (one row each)")
     args = ap.parse_args()
     if args.warm:
         from bench_route_warm import warm_table
@@ -158,33 +163,36 @@ def main() -> None:
     load = os.getloadavg()
     print(f"# route at scale; cpus={os.cpu_count()}; load {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f}; cap {args.cap:g} s; epsilon {args.epsilon:g}; all-to-all 1 MB, 100 Gbps")
-    print("| topology | n | approx wall/cpu [s] | core [s] | RSS [MB] | cert. gap | vs opt |"
+    print("| topology | graph | n | approx wall/cpu [s] | core [s] | RSS [MB] | cert. gap | vs opt |"
           " status | milp wall/cpu [s] | RSS [MB] | peer wall/cpu [s] | RSS [MB] |"
           " milp/approx (cpu) | peer/approx (cpu) | trees cpu [s] / gap | trees/approx (cpu) | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for kind in args.topologies.split(","):
-        for n in (int(x) for x in args.sizes.split(",")):
-            r = {m: run(m, kind, n, args.epsilon, args.cap) for m in methods}
-            load = os.getloadavg()[0]
-            a, e, p = r.get("approx", {}), r.get("milp", {}), r.get("peer", {})
-            tr = r.get("trees", {})
-            ok_t = tr.get("status") in ("optimal", "feasible")
-            gt = (tr["objective"] - tr["bound"]) / tr["objective"] if ok_t else None
-            ct = tr.get("cpu") if ok_t else None
-            ok_a = a.get("status") in ("optimal", "feasible")
-            ok_e = e.get("status") == "optimal"
-            gap = (a["objective"] - a["bound"]) / a["objective"] if ok_a else None
-            vs = (a["objective"] / e["objective"] - 1) if ok_a and ok_e else None
-            ta, ca = (a.get("time"), a.get("cpu")) if ok_a else (None, None)
-            te, ce = (e.get("time"), e.get("cpu")) if ok_e else (None, None)
-            tp, cp = (p.get("time"), p.get("cpu")) if "objective" in p else (None, None)
-            print(f"| {kind} | {n} | {fmt(ta)}/{fmt(ca)} | {fmt(core_time(a.get('message', '')))} | "
-                  f"{fmt(a.get('rss_mb'), '.0f')} | {fmt(gap, '.4f')} | {fmt(vs, '.4f')} | "
-                  f"{a.get('status', '-')}/{e.get('status', '-')} | {fmt(te)}/{fmt(ce)} | "
-                  f"{fmt(e.get('rss_mb'), '.0f')} | {fmt(tp)}/{fmt(cp)} | "
-                  f"{fmt(p.get('rss_mb'), '.0f')} | {fmt(ce / ca if ce and ca else None)} | "
-                  f"{fmt(cp / ca if cp and ca else None)} | {fmt(ct)} / {fmt(gt, '.4f')} | "
-                  f"{fmt(ct / ca if ct and ca else None)} | {load:.1f} |", flush=True)
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    cases = [(kind, n, g) for kind in args.topologies.split(",")
+             for n in (int(x) for x in args.sizes.split(","))
+             for g in ((0,) if kind.startswith("circ") else
+                       tuple(int(x) for x in args.graph_seeds.split(",")))]
+    for kind, n, g in cases:
+        r = {m: run(m, kind, n, args.epsilon, args.cap, g) for m in methods}
+        load = os.getloadavg()[0]
+        a, e, p = r.get("approx", {}), r.get("milp", {}), r.get("peer", {})
+        tr = r.get("trees", {})
+        ok_t = tr.get("status") in ("optimal", "feasible")
+        gt = (tr["objective"] - tr["bound"]) / tr["objective"] if ok_t else None
+        ct = tr.get("cpu") if ok_t else None
+        ok_a = a.get("status") in ("optimal", "feasible")
+        ok_e = e.get("status") == "optimal"
+        gap = (a["objective"] - a["bound"]) / a["objective"] if ok_a else None
+        vs = (a["objective"] / e["objective"] - 1) if ok_a and ok_e else None
+        ta, ca = (a.get("time"), a.get("cpu")) if ok_a else (None, None)
+        te, ce = (e.get("time"), e.get("cpu")) if ok_e else (None, None)
+        tp, cp = (p.get("time"), p.get("cpu")) if "objective" in p else (None, None)
+        print(f"| {kind} | {g} | {n} | {fmt(ta)}/{fmt(ca)} | {fmt(core_time(a.get('message', '')))} | "
+              f"{fmt(a.get('rss_mb'), '.0f')} | {fmt(gap, '.4f')} | {fmt(vs, '.4f')} | "
+              f"{a.get('status', '-')}/{e.get('status', '-')} | {fmt(te)}/{fmt(ce)} | "
+              f"{fmt(e.get('rss_mb'), '.0f')} | {fmt(tp)}/{fmt(cp)} | "
+              f"{fmt(p.get('rss_mb'), '.0f')} | {fmt(ce / ca if ce and ca else None)} | "
+              f"{fmt(cp / ca if cp and ca else None)} | {fmt(ct)} / {fmt(gt, '.4f')} | "
+              f"{fmt(ct / ca if ct and ca else None)} | {load:.1f} |", flush=True)
     print(f"# load at end {os.getloadavg()[0]:.2f} (2 cores, 24 GiB, shared)")
 
 

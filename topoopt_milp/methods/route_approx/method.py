@@ -75,8 +75,8 @@ from ...core.result import SolveResult, Status
 from ...core.sizes import Estimate
 from ...core.spec import MethodSpec
 from .. import model_data as _exact
+from . import balance, reverse
 from . import common as core
-from . import reverse
 from .common import COLS_PER_ARC, ApproxResult
 from .paths import solve_paths
 from .trees import solve_trees
@@ -336,10 +336,17 @@ def _solve(instance: Instance, options: SolveOptions) -> SolveResult:
     res_arcs, res_cap, D = (reverse.reduce(instance.n, P.arcs, P.res_cap, P.D) if rev
                             else (P.res_arcs, P.res_cap, P.D))
     try:
-        res = approx_min_congestion(instance.n, P.arcs, res_arcs, res_cap, D, float(eps),
-                                    options.time_left(keep), symmetric=sym,
-                                    seed=options.seed, columns=options.method.columns,
-                                    warm=warm)
+        res = None
+        if not sym and warm is None and options.method.columns == "paths" \
+                and P.dropped is None:  # hop-balanced shortest paths when the hop bound is tight
+            res = balance.solve(instance.n, P.arcs, res_arcs, res_cap, D, float(eps),
+                                options.time_left(keep), lambda: P.topology.hop_distances,
+                                options.seed)
+        if res is None:
+            res = approx_min_congestion(instance.n, P.arcs, res_arcs, res_cap, D, float(eps),
+                                        options.time_left(keep), symmetric=sym,
+                                        seed=options.seed, columns=options.method.columns,
+                                        warm=warm)
     except core.StartTooCostly as exc:
         return _cheap_start(instance, options, P, str(exc), t0, _start(instance, options, P))
     t = time.perf_counter()
