@@ -131,7 +131,8 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
                    bound=values[name], info=info)
 
 
-ORDER = ("ideal_switch", "moore", "matching", "cut_any", "port_hop_any", "port_hop_totient", "cut_totient")
+ORDER = ("ideal_switch", "moore", "matching_any", "cut_any", "port_hop_any", "port_hop_totient",
+         "matching_totient", "cut_totient")
 RESERVE_S = 0.5  # kept for assembling and writing the result
 
 

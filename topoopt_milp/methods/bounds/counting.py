@@ -47,7 +47,8 @@ cut_bound (cut-set inequalities on structured node sets)
     unions ``{i : i mod q < q/2}``, the halves ``{0..n/2-1}``, and both directions.
 
 The matching bound of :mod:`.matching` (the one-hop bytes of all sources together fit in a
-b-matching) is listed here too, as ``"matching"`` (scope ``"any"``).
+b-matching, beside the ring edges that can go one hop) is listed here too, as
+``"matching_any"`` and ``"matching_totient"``.
 
 The method ``lower-bounds`` (:mod:`topoopt_milp.methods.lower_bounds`) reports the best of them,
 optionally with the alloc-benders master's bound
@@ -217,7 +218,8 @@ def cut_bound(instance: Instance, scope: str = "totient",
 BOUNDS: dict[str, tuple[Callable[[Instance], float], str]] = {
     "ideal_switch": (ideal_switch_time, "any"),
     "moore": (moore_lower_bound, "any"),
-    "matching": (matching_bound, "any"),
+    "matching_any": (lambda inst: matching_bound(inst, "any"), "any"),
+    "matching_totient": (lambda inst: matching_bound(inst, "totient"), "totient"),
     "port_hop_any": (lambda inst: port_hop_bound(inst, "any"), "any"),
     "port_hop_totient": (lambda inst: port_hop_bound(inst, "totient"), "totient"),
     "cut_any": (lambda inst: cut_bound(inst, "any"), "any"),

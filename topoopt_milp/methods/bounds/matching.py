@@ -31,36 +31,63 @@ hops are at least ``2 A - y_s + C(Top) + 2 top_s - 2 A = Moore_s + top_s - y_s``
 ``Moore_s = top_s + C(Top)``. QED. The same holds per destination with the bytes arriving at
 ``t`` (in-trees, the columns of ``b``).
 
-Lemma 2 (all sources). ``Y = sum_s y_s <= OneHop(c)``, the optimum of the fractional b-matching
-LP with one column per pair ``p = {s, t}`` and copy ``k = 1..d``::
+Lemma 2 (one-hop bytes). Let ``Y_mp = sum_s y_s`` and ``Y_ring`` the ring bytes that travel a
+single arc (to their successor). Then ``Y_mp + Y_ring <= OneHop(c)``, the optimum of the LP over
+the pairs ``p = {s, t}`` (``s < t``) with MP demand or a possible ring edge and their copies
+``k = 1..d``::
 
-    max  sum_{p, k} w_pk(c) z_pk    s.t.  sum_{p ni v} sum_k z_pk <= d  (every v),  0 <= z <= 1
-    w_pk(c) = [min(b_st, k c) - min(b_st, (k-1) c)] + [min(b_ts, k c) - min(b_ts, (k-1) c)]
+    max  sum_{p not ring} sum_k w_pk(c) z_pk + sum_{p ring} (m_p^f + m_p^b + r_p^f + r_p^b)
+    s.t. sum_{p ni v} sum_k z_pk <= d                           (every node v)
+         m_p^f <= sum_k w_pk^f(c) z_pk,  m_p^f + r_p^f <= c sum_k z_pk   (ring pairs; also b)
+         sum of r out of s <= e_s,  sum of r into s <= e_s       (every node s)
+         0 <= z <= 1,  m, r >= 0,  r_p^f = 0 unless t can follow s in the scope (also b)
+    w_pk^f(c) = min(b_st, k c) - min(b_st, (k-1) c),  w_pk^b likewise with b_ts,
+    w_pk = w_pk^f + w_pk^b
 
-*Proof.* The solution's topology ``L`` gives ``z_pk = [L_st >= k]``, which meets the degree
-rows; the one-hop bytes ``s -> t`` use the ``L_st`` direct links, at most ``min(b_st, c L_st) =
-sum_{k <= L_st} (min(b_st, kc) - min(b_st, (k-1)c))``, and likewise ``t -> s``. So ``Y`` is at
-most the objective at that integral point, hence at most the LP optimum. QED. ``OneHop`` does
-not decrease with ``c``: an optimal ``z`` can be taken non-increasing in ``k`` (the weights are),
-and then ``sum_k w_pk z_pk = sum_k (z_pk - z_p,k+1) (min(b_st, kc) + min(b_ts, kc))``.
+where a *ring pair* is one whose nodes can be consecutive in a ring order of the scope
+(``"any"``: two members of a common group; ``"totient"``: a TotientPerms successor), and ``e_s``
+the ring bytes ``s`` sends (and receives) per iteration, ``sum_{g ni s} e_g``.
 
-Theorem. A ring edge crosses at least one arc (any ring order), and in time ``T`` the arcs carry
-at most ``n d c`` byte-hops (``sum_a L_a <= n d``). By Lemmas 1 and 2 (and ``y_s <= top_s``)::
+*Proof.* The solution's topology ``L`` gives ``z_pk = [L_st >= k]``, which meets the degree rows.
+On a ring pair take ``m`` the MP bytes and ``r`` the ring bytes that go one hop on its direct
+arcs: the MP ones are at most ``min(b_st, c L_st) = sum_{k <= L_st} w_pk^f``, MP and ring
+together at most the arc capacity ``c L_st``, and a node sends (receives) at most its ``e_s``
+ring bytes, on pairs whose nodes are consecutive in an order of the scope. On any other pair
+the one-hop bytes are MP bytes, at most ``min(b_st, c L_st) + min(b_ts, c L_st) = sum_{k <=
+L_st} w_pk``. So ``Y_mp + Y_ring`` is at most the objective at that feasible point, hence at
+most the optimum. QED. ``OneHop`` does not decrease with ``c``: an optimal ``z`` can be taken
+non-increasing in ``k`` (moving weight to a lower copy keeps every row and the weights are
+non-increasing in ``k``); for such ``z`` the right sides ``sum_k w_pk z_pk = sum_k (z_pk -
+z_p,k+1) min(b_st, k c)`` and ``c sum_k z_pk`` do not decrease with ``c``, so the same point
+stays feasible with no smaller objective.
 
-    n d c >= F(c) := R + sum_s Moore_s + max(0, sum_s top_s - OneHop(c))
+Theorem. A ring edge crosses at least one arc, and two when it does not go one hop; in time
+``T`` the arcs carry at most ``n d c`` byte-hops (``sum_a L_a <= n d``). With ``R`` the ring
+bytes, Lemmas 1 and 2 (and ``y_s <= top_s``, ``Y_ring <= R``) give::
+
+    n d c >= F(c) := R + sum_s Moore_s + max(0, sum_s top_s + R_LP - OneHop(c))
 
 (and the same with the per-destination sums). ``F`` does not increase with ``c`` (Lemma 2), so
 the set of ``c`` meeting the inequality is a half-line ``[c*, inf)``, found by bisection; the
-value returned is a ``c`` at which it still fails, so ``T > c / B``. With ``OneHop >= sum top``
-the bound is the Moore bound's; it is never below it.
+value returned is a ``c`` at which it still fails, so ``T > c / B``; the search starts at the
+larger of the Moore bound and the ideal switch (both valid), and returns it when the inequality
+already holds there, so the bound is never below either.
 
-Scope: ``"any"`` (every topology with the port budget, every routing, every ring order: rings
-are counted at one hop and take no slot). No multiplicity cap is assumed.
+The LP may see the ring pairs of some groups only (the smallest ones, up to
+``RING_PAIRS_PER_NODE`` pairs per node); the ring bytes of the others
+then count one hop each and take no one-hop capacity, as in the Moore bound: ``R`` inside the
+max becomes the bytes of the groups the LP sees (``R_LP``), and ``Y_ring`` counts theirs only.
+The proofs hold as written for that subset (the other ring bytes only take capacity the LP
+leaves to these), so the bound stays valid.
+
+Scope: ``"any"`` or ``"totient"`` (the ring pairs of that ring space); every topology with the
+port budget, every routing. No multiplicity cap is assumed.
 """
 
 from __future__ import annotations
 
 import math
+from math import gcd
 
 import highspy
 import numpy as np
@@ -72,6 +99,8 @@ from ...core.instance import Instance
 from .bisect import last_failing
 
 INF = math.inf
+MAX_COLUMNS = 2_000_000  # the LP's size limit (pair copies); beyond it the Moore count
+RING_PAIRS_PER_NODE = 32  # ring pairs of the LP, per node (ring_pairs)
 
 
 def _level_sums(M: np.ndarray, d: int) -> tuple[float, float]:
@@ -88,66 +117,173 @@ def _level_sums(M: np.ndarray, d: int) -> tuple[float, float]:
 
 
 class OneHop:
-    """The LP of Lemma 2, built once; :meth:`value` re-prices it for a capacity ``c`` (bytes)
-    and re-solves from the previous basis."""
+    """The LP of Lemma 2 for the pairs with MP demand or a possible ring edge; :meth:`value`
+    solves it for a capacity ``c >= c_min`` (bytes), from the previous solve's basis.
 
-    def __init__(self, M: np.ndarray, d: int):
+    ``ring = (src, dst)``: the ordered pairs ``s -> t`` where ``t`` can follow ``s`` in a ring
+    order of the scope (``None``: no ring columns); ``budget[s]``: the ring bytes ``s`` sends
+    (and receives) per iteration. A pair that is not a ring pair gets only the copies ``k``
+    with ``(k - 1) c_min < max(b_st, b_ts)``: the others weigh 0 at every ``c >= c_min``, and
+    a column of weight 0 that only uses ports never raises the optimum."""
+
+    def __init__(self, M: np.ndarray, d: int,
+                 ring: tuple[np.ndarray, np.ndarray] | None = None,
+                 budget: np.ndarray | None = None, c_min: float = 0.0):
         n = M.shape[0]
-        # the pairs with demand in either direction, from the nonzeros only (no n x n copy: a
-        # pair without demand has weight 0, so its columns never help)
+        src, dst = (np.zeros(0, int), np.zeros(0, int)) if ring is None else ring
+        # the pairs with demand or a ring edge in either direction, from the nonzeros only (no
+        # n x n copy: any other pair has weight 0, so its columns never help)
         s, t = np.nonzero(M)
-        iu, ju = np.unique(np.stack([np.minimum(s, t), np.maximum(s, t)]), axis=1)
-        self.a, self.b = M[iu, ju], M[ju, iu]
-        self.d, P = d, len(iu)
-        cols = np.arange(P * d)
-        rows = np.concatenate([np.tile(iu, d), np.tile(ju, d)])
-        A = coo_matrix((np.ones(2 * P * d), (rows, np.concatenate([cols, cols]))),
-                       shape=(n, P * d)).tocsc()
-        model = MatrixModel(A, np.zeros(P * d), np.zeros(P * d), np.ones(P * d),
-                            np.full(n, -INF), np.full(n, float(d)), np.zeros(P * d, bool), [],
-                            maximize=True)
+        s, t = np.concatenate([s, src]), np.concatenate([t, dst])
+        key = np.unique(np.minimum(s, t) * n + np.maximum(s, t))
+        iu, ju = key // n, key % n
+        self.n, self.d, self.P = n, d, len(iu)
+        self.iu, self.ju, self.a, self.b = iu, ju, M[iu, ju], M[ju, iu]
+        fwd = np.isin(key, src * n + dst)  # iu -> ju can be a ring edge
+        bwd = np.isin(key, dst * n + src)  # ju -> iu can be a ring edge
+        self.rp = np.flatnonzero(fwd | bwd)  # ring pairs: MP and ring share a link
+        self.fwd, self.bwd = fwd[self.rp], bwd[self.rp]
+        copies = np.full(self.P, d)
+        if c_min > 0:
+            need = np.ceil(np.maximum(self.a, self.b) / c_min).astype(int)
+            copies = np.minimum(d, np.maximum(need, 1))
+        copies[self.rp] = d
+        self.col_p = np.repeat(np.arange(self.P), copies)  # z columns: (pair, copy k)
+        self.col_k = np.concatenate([np.arange(1, m + 1) for m in copies]) if self.P else \
+            np.zeros(0, int)
+        ring_col = np.full(self.P, -1)
+        ring_col[self.rp] = np.arange(len(self.rp))
+        self.col_q = ring_col[self.col_p]  # the ring pair of a z column, -1 if none
+        self.budget = np.zeros(n) if budget is None else np.asarray(budget, float)
         self.h = new_highs()
         self.h.setOptionValue("output_flag", False)
-        self.h.passModel(highs_lp(model))
-        self.idx = np.arange(P * d, dtype=np.int32)
+        self.basis = None
 
-    def weights(self, c: float) -> np.ndarray:
-        """``w_pk(c)``, copy-major (column ``k P + p``)."""
-        ks = np.arange(1, self.d + 1)[:, None]
-        w = (np.minimum(self.a, ks * c) - np.minimum(self.a, (ks - 1) * c)
-             + np.minimum(self.b, ks * c) - np.minimum(self.b, (ks - 1) * c))
-        return w.ravel()
+    def model(self, c: float) -> MatrixModel:
+        """The LP at capacity ``c`` in units of ``c`` bytes: the ``z`` columns
+        (``col_p``, ``col_k``), then per ring pair ``q`` its MP one-hop bytes ``m_f, m_b`` and
+        ring one-hop bytes ``r_f, r_b``; its optimum times ``c`` is the bytes."""
+        n, d, R, nz = self.n, self.d, len(self.rp), len(self.col_p)
+        p, k = self.col_p, self.col_k
+        # bytes in units of c (one link's worth): coefficients of order 1 for the solver
+        wf = (np.minimum(self.a[p], k * c) - np.minimum(self.a[p], (k - 1) * c)) / c
+        wb = (np.minimum(self.b[p], k * c) - np.minimum(self.b[p], (k - 1) * c)) / c
+        ringz = self.col_q >= 0
+        # a ring pair earns through its m and r columns, any other pair through its z
+        cost = np.concatenate([np.where(ringz, 0.0, wf + wb), np.ones(4 * R)])
+        q = np.arange(R)
+        mf, mb, rf, rb = nz + q, nz + R + q, nz + 2 * R + q, nz + 3 * R + q
+        zc = np.arange(nz)
+        rows = [self.iu[p], self.ju[p]]  # degree rows 0..n-1
+        cols = [zc, zc]
+        vals = [np.ones(nz), np.ones(nz)]
+        # ring budgets: bytes out of s (rows n..2n-1), into t (rows 2n..3n-1)
+        rows += [n + self.iu[self.rp], n + self.ju[self.rp], 2 * n + self.ju[self.rp],
+                 2 * n + self.iu[self.rp]]
+        cols += [rf, rb, rf, rb]
+        vals += [np.ones(R)] * 4
+        # per ring pair: m <= sum_k w_k z_k and m + r <= sum_k z_k (units of c), both ways
+        r0, zq, qz = 3 * n, zc[ringz], self.col_q[ringz]
+        for j, (m, r, w) in enumerate(((mf, rf, wf), (mb, rb, wb))):
+            cap, lim = r0 + 2 * j * R, r0 + (2 * j + 1) * R
+            rows += [lim + q, cap + q, cap + q, lim + qz, cap + qz]
+            cols += [m, m, r, zq, zq]
+            vals += [np.ones(R), np.ones(R), np.ones(R), -w[ringz], -np.ones(len(zq))]
+        nrow, ncol = r0 + 4 * R, nz + 4 * R
+        A = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                       shape=(nrow, ncol)).tocsc()
+        up = np.concatenate([np.full(n, float(d)), self.budget / c, self.budget / c,
+                             np.zeros(4 * R)])
+        col_up = np.concatenate([np.ones(nz), np.full(2 * R, INF),
+                                 np.where(self.fwd, INF, 0.0), np.where(self.bwd, INF, 0.0)])
+        return MatrixModel(A, cost, np.zeros(ncol), col_up, np.full(nrow, -INF), up,
+                           np.zeros(ncol, bool), [], maximize=True)
 
     def value(self, c: float) -> float:
-        if len(self.idx) == 0:
+        if self.P == 0:
             return 0.0
-        self.h.changeColsCost(len(self.idx), self.idx, self.weights(c))
+        lp = highs_lp(self.model(c))
+        self.h.passModel(lp)
+        if self.basis is not None:  # same shape at every c: start from the last optimum
+            self.h.setBasis(self.basis)
         self.h.run()
+        if self.basis is not None and self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            self.h.clear()  # a start the solver could not use: solve from scratch
+            self.h.setOptionValue("output_flag", False)
+            self.h.passModel(lp)
+            self.h.run()
         if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            raise RuntimeError("matching bound: b-matching LP "
+            raise RuntimeError("matching bound: one-hop LP "
                                f"{self.h.modelStatusToString(self.h.getModelStatus())}")
-        # the LP's optimum bounds Y from above; a tiny relative slack covers solver tolerance
-        return float(self.h.getInfo().objective_function_value) * (1 + 1e-9)
+        self.basis = self.h.getBasis()
+        # the LP's optimum bounds the one-hop bytes from above; a tiny relative slack covers
+        # the solver's tolerance
+        return c * float(self.h.getInfo().objective_function_value) * (1 + 1e-9)
 
 
-def matching_bound(instance: Instance, info: dict | None = None) -> float:
-    """``c* / B`` of the theorem (module docstring), seconds; scope ``"any"``."""
+def ring_pairs(instance: Instance, scope: str, limit: int | None = None
+               ) -> tuple[tuple[np.ndarray, np.ndarray] | None, np.ndarray]:
+    """``(ring, budget)`` of :class:`OneHop`: the ordered pairs ``s -> t`` where ``t`` can
+    follow ``s`` in a ring order of the scope (``"any"``: every other member of the group;
+    ``"totient"``: the TotientPerms successors ``member[(j + m) mod k]``, ``gcd(m, k) = 1``)
+    of the groups that get ring columns, and the ring bytes each node sends (= receives) per
+    iteration in those groups. Groups get columns smallest first while their pairs number at
+    most ``limit`` (default ``RING_PAIRS_PER_NODE`` per node: a group of all ``n`` nodes in
+    scope any would make every pair a ring pair, and the LP many times slower)."""
+    n = instance.n
+    limit = RING_PAIRS_PER_NODE * n if limit is None else limit
+    budget = np.zeros(n)
+    groups = sorted(((sorted(g.members), g.edge_bytes) for g in instance.allreduce
+                     if g.edge_bytes > 0 and len(g.members) >= 2), key=lambda ge: len(ge[0]))
+    src, dst, used = [], [], 0
+    for ms, e in groups:
+        k = len(ms)
+        steps = [m for m in range(1, k) if scope == "any" or gcd(m, k) == 1]
+        if used + k * len(steps) > limit:
+            break
+        used += k * len(steps)
+        budget[ms] += e
+        arr = np.asarray(ms)
+        for m in steps:
+            src.append(arr)
+            dst.append(np.roll(arr, -m))  # member j -> member (j + m) mod k
+    if not src:
+        return None, budget
+    return (np.concatenate(src), np.concatenate(dst)), budget
+
+
+def matching_bound(instance: Instance, scope: str = "any", info: dict | None = None) -> float:
+    """``c* / B`` of the theorem (module docstring) for the ring orders of ``scope``
+    (``"any"`` or ``"totient"``), seconds."""
+    if scope not in ("any", "totient"):
+        raise ValueError(f"scope: unknown {scope!r} (known: any, totient)")
     n, d, B = instance.n, instance.degree, instance.link_bytes_per_s
     if d < 1 or instance.total_bytes() <= 0:
         return 0.0
     M = instance.mp_matrix()
+    # the groups without ring columns (beyond the size limit): their ring edges count one hop
+    # and take no one-hop capacity, as in the Moore bound
+    ring_ok, budget = ring_pairs(instance, scope)
     ring = float(sum(g.edge_bytes * len(g.members) for g in instance.allreduce))
     sums = [_level_sums(M, d), _level_sums(M.T, d)]
     if not all(math.isfinite(m) for m, _ in sums):
         return INF  # d = 1 and demands beyond one hop: no topology routes them
-    lp = OneHop(M, d)
+    pairs = int(np.count_nonzero(M)) + (0 if ring_ok is None else len(ring_ok[0]))
+    if pairs * d > MAX_COLUMNS:  # too big an LP: the Moore count (valid, no gain)
+        return max(ring + m for m, _ in sums) / (n * d * B)
+    # start at the larger of the Moore bound's and the ideal switch's c (both valid): when the
+    # inequality already holds there, the bound adds nothing and one LP was enough
+    out, inn = instance.node_out_in_bytes()
+    lo = max(max(ring + m for m, _ in sums) / (n * d), float(max(out.max(), inn.max())) / d)
+    lp = OneHop(M, d, ring_ok, budget, c_min=lo)
+    # the ring bytes that may miss their one-hop slot: those of the groups the LP sees
+    missable = float(budget.sum())
 
     def excess(c: float) -> float:
         one = lp.value(c)
-        return max(ring + m + max(0.0, top - one) for m, top in sums) - n * d * c
+        return max(ring + m + max(0.0, top + missable - one) for m, top in sums) - n * d * c
 
-    lo = max(ring + m for m, _ in sums) / (n * d)  # the Moore bound's c: excess >= 0 there
-    value = lo if excess(lo) <= 0 else last_failing(excess, lo, 2 * lo, rel=1e-9, steps=60)
+    value = lo if excess(lo) <= 0 else last_failing(excess, lo, 2 * lo, rel=1e-4, steps=40)
     if info is not None:
-        info.update(one_hop=lp.value(value), top=[t for _, t in sums])
+        info.update(one_hop=lp.value(value), top=[t for _, t in sums], ring=ring)
     return float(value / B)
