@@ -16,6 +16,14 @@ from topoopt_milp.workloads import generators
 CLI = [sys.executable, "-c", "from topoopt_milp.cli import main; main()"]
 
 
+def _default_sigint():
+    """In the child before exec: SIGINT back to its default. A shell without job control
+    starts background commands (``cmd &``, nohup) with SIGINT ignored, children inherit
+    that, and Python then installs no KeyboardInterrupt handler: the test would measure how
+    pytest was launched, not the CLI."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("method", "marker"), [("alloc-milp", "MIP"), ("select-cpsat", "#")])
 def test_ctrl_c_writes_the_incumbent_and_exits_130(tmp_path, method, marker):
     # instances no solver finishes in a minute: mixed n = 16 (alloc), uniform n = 96 (select)
@@ -28,7 +36,8 @@ def test_ctrl_c_writes_the_incumbent_and_exits_130(tmp_path, method, marker):
     inst.save(path)
     proc = subprocess.Popen([*CLI, "solve", str(path), "-m", method, "--time-limit", "120",
                              "--solver-log", "--out", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env={**os.environ})
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ},
+                            preexec_fn=_default_sigint)
     deadline = time.monotonic() + 90
     seen = 0
     for line in proc.stdout:  # the solver's own log: interrupt once it is searching
@@ -109,7 +118,8 @@ def test_ctrl_c_on_bench_exits_130_and_keeps_finished_runs(tmp_path, library):
     store = tmp_path / "s.sqlite"
     cmd = [*CLI, "bench", str(library), "--methods", "ring,expander,totientperms",
            "--time-limit", "5", "--no-progress", "--jobs", "1", "--store", str(store)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     deadline = time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
