@@ -1,7 +1,8 @@
-"""The compiled event loop with its incremental per-event bookkeeping (core/flowsim.py:
-pending and active slot lists, per-class counts and a dirty list instead of passes over every
-slot and class) against the numpy reference loop, on random small scenarios: rings of
-several widths and step counts, multi-path ring edges, MP flows, with and without latency."""
+"""The compiled event loops (core/flowsim.py and core/levelsim.py) with their incremental
+per-event bookkeeping (pending and active slot lists, per-class counts and a dirty list
+instead of passes over every slot and class) against the numpy reference loop, on random
+small scenarios: rings of several widths and step counts, multi-path ring edges, MP flows,
+with and without latency."""
 
 from __future__ import annotations
 
@@ -37,9 +38,10 @@ def _random_scenario(seed: int, latency: float, overhead: float) -> Scenario:
 
 @pytest.mark.parametrize("latency,overhead", [(0.0, 0.0), (1e-4, 3e-4)])
 @pytest.mark.parametrize("seed", range(25))
-def test_incremental_compiled_loop_matches_the_reference_loop(seed, latency, overhead):
+@pytest.mark.parametrize("kernel", ["levels", "classes"])
+def test_incremental_compiled_loop_matches_the_reference_loop(kernel, seed, latency, overhead):
     sc = _random_scenario(seed, latency, overhead)
-    t1, d1 = simulate_scenario(sc, trace=True, kernel="compiled")
+    t1, d1 = simulate_scenario(sc, trace=True, kernel=kernel)
     t2, d2 = simulate_scenario(sc, trace=True, kernel="numpy")
     assert t1 > 0
     assert t1 == pytest.approx(t2, rel=1e-12)

@@ -1,5 +1,5 @@
-"""The compiled event loop (core/flowsim.py) against the numpy reference loop and the
-incremental max-min solve against a solve from scratch."""
+"""The compiled event loops (core/flowsim.py, core/levelsim.py) against the numpy reference
+loop and the incremental max-min solve against a solve from scratch."""
 
 from __future__ import annotations
 
@@ -62,7 +62,8 @@ def test_tight_refill_matches_a_solve_from_scratch_and_falls_back_when_its_check
 
 @pytest.mark.parametrize("latency,overhead", [(0.0, 0.0), (1e-6, 3e-6)])
 @pytest.mark.parametrize("method", ["topologyfinder-lp", "expander"])
-def test_compiled_loop_matches_the_numpy_loop(method, latency, overhead):
+@pytest.mark.parametrize("kernel", ["levels", "classes"])
+def test_compiled_loop_matches_the_numpy_loop(kernel, method, latency, overhead):
     from pathlib import Path
 
     from topoopt_milp.core.instance import Instance
@@ -72,7 +73,7 @@ def test_compiled_loop_matches_the_numpy_loop(method, latency, overhead):
     inst = Instance.load(path)
     res = solve_checked(inst, method)
     sc = build_scenario(inst, res.topology, res.routing, latency=latency, overhead=overhead)
-    t1, d1 = simulate_scenario(sc, kernel="compiled")
+    t1, d1 = simulate_scenario(sc, kernel=kernel)
     t2, d2 = simulate_scenario(sc, kernel="numpy")
     assert t1 > 0
     assert t1 == pytest.approx(t2, rel=1e-12)

@@ -62,3 +62,33 @@ def test_one_instance_end_to_end():
     for r in rows:  # one ring per group on its own links: the fluid time is exact
         assert r["simulated_s"] >= r["fluid_s"] * (1 - 1e-9)
         assert r["latency_sim_ratio"] >= 1.0
+
+
+def test_cached_only_keeps_the_cached_instances_and_simulates_nothing(tmp_path, monkeypatch):
+    from topoopt_milp.bench import simulation
+
+    cached = _df({"a": {m: (1.0, 1.0) for m in simulation.METHODS}})
+    cached.to_csv(tmp_path / "simulation.csv", index=False)
+    runs = pd.DataFrame({"family": ["coopt", "coopt"], "instance_hash": ["ha", "hb"],
+                         "instance_name": ["a", "b"], "n": [16, 128],
+                         "instance_path": [str(REPO / "instances" / "coopt" / "bert-n16-d4.json")] * 2})
+    monkeypatch.setattr(simulation, "headline_table", lambda runs, families: pd.DataFrame(
+        columns=["family", "n", "degree", "link_gbps", "workload"]))
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("cached_only must not solve or simulate")
+
+    monkeypatch.setattr(simulation, "instance_rows", no_solve)
+    df = simulation.simulation_table(runs, tmp_path, cached_only=True)
+    assert sorted(set(df["instance"])) == ["a"] and len(df) == len(simulation.METHODS)
+    with pytest.raises(AssertionError, match="cached_only"):
+        simulation.simulation_table(runs, tmp_path)
+
+
+def test_cached_only_needs_simulation_only():
+    from click.testing import CliRunner
+
+    from topoopt_milp.cli import main
+
+    r = CliRunner().invoke(main, ["reproduce", "--cached-only"])
+    assert r.exit_code == 2 and "--cached-only" in r.output

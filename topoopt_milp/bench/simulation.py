@@ -22,7 +22,9 @@ Rows are cached in ``simulation.csv``: a re-run simulates only what is missing.
 
 Which instances (:func:`plan_of_simulation`): the quick plan simulates its own subset (the
 n <= 16 instances it runs, with a 5 s alloc-alternate); the full plan those up to
-``n = FULL_MAX_N`` (64: the 79 coopt and mixed instances of n = 12, 16, 32 and 64).
+``n = FULL_MAX_N`` (128: every one of the 103 coopt and mixed instances, n = 12 to 128).
+``topoopt-milp reproduce --simulation-only`` regenerates this table alone from the
+existing store (no sweep, no other file).
 Measured cost of one instance's rows (six solves, five solutions simulated four times each):
 n = 32 21-76 s wall (8-27 CPU s, load 3-8); n = 64, 2026-12-04 (load 3-6 on 2 shared cores,
 23 of them with the engine before core/maxmin_kernel.py's bottleneck lists): 9 s to 10 min
@@ -66,7 +68,7 @@ COLUMNS = ["family", "instance", "workload", "n", "degree", "link_gbps", "method
            "mp_sim_ratio", "latency_sim_ratio", "critical", "best_headline_s", "sim_wall_s"]
 
 
-FULL_MAX_N = 64
+FULL_MAX_N = 128
 
 
 def plan_of_simulation(quick: bool) -> dict:
@@ -133,11 +135,12 @@ def instance_rows(path: Path, family: str, headline_row: dict | None,
 
 def simulation_table(runs: pd.DataFrame, out: Path, library: Path | None = None,
                      max_n: int | None = None, best_time_limit: float = 10.0,
-                     families=FAMILIES) -> pd.DataFrame:
+                     families=FAMILIES, cached_only: bool = False) -> pd.DataFrame:
     """Rows for every headline-family instance of ``runs`` with ``n <= max_n`` (all when
     ``None``), read from ``library/<family>/<file name>`` (else the path the store records);
     rows already in ``out/simulation.csv`` (same instance and method) are kept, not
-    recomputed."""
+    recomputed. ``cached_only``: nothing is solved or simulated, instances without all their
+    rows in the csv are left out (the table of an interrupted run)."""
     cache = out / "simulation.csv"
     old = pd.read_csv(cache) if cache.exists() else pd.DataFrame(columns=COLUMNS)
     head = headline_table(runs, families=families)
@@ -152,6 +155,9 @@ def simulation_table(runs: pd.DataFrame, out: Path, library: Path | None = None,
         have = old[(old["family"] == rec["family"]) & (old["instance"] == rec["instance_name"])]
         if len(have) and set(METHODS) <= set(have["method"]):
             rows.extend(have.to_dict(orient="records"))
+            continue
+        if cached_only:
+            log.warning("simulation: %s has no rows in %s, left out", rec["instance_name"], cache)
             continue
         path = Path(str(rec["instance_path"]))
         if library is not None and (library / rec["family"] / path.name).is_file():
@@ -249,9 +255,12 @@ def caption(df: pd.DataFrame) -> str:
 
 
 def write_simulation(runs: pd.DataFrame, out: Path, library: Path | None = None,
-                     max_n: int | None = None, best_time_limit: float = 10.0) -> list[Path]:
-    """``out/simulation.{csv,md,png}`` (and the figure's PDF); returns the paths."""
-    df = simulation_table(runs, out, library, max_n=max_n, best_time_limit=best_time_limit)
+                     max_n: int | None = None, best_time_limit: float = 10.0,
+                     cached_only: bool = False) -> list[Path]:
+    """``out/simulation.{csv,md,png}`` (and the figure's PDF); returns the paths.
+    ``cached_only``: see :func:`simulation_table`."""
+    df = simulation_table(runs, out, library, max_n=max_n, best_time_limit=best_time_limit,
+                          cached_only=cached_only)
     written = []
     csv_path = inside(out, "simulation.csv")
     csv_path.write_text(render(df, "csv"))

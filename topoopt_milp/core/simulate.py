@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import flowsim
+from . import flowsim, levelsim
 from .errors import InputError
 from .evaluate import arc_loads, max_path_hops
 from .instance import Instance
@@ -231,23 +231,28 @@ def _ring_plan(instance, r, ring, edge_paths, cls_of) -> list[RingPlan]:
 
 
 # -- the event loop ------------------------------------------------------------------------
+KERNELS = ("auto", "compiled", "levels", "classes", "numpy")
+
+
 def simulate_scenario(sc: Scenario, trace: bool = False, kernel: str = "auto") -> tuple[float, dict]:
     """Run the event loop; returns the simulated time and the engine's details (end time of
     every ring and of the MP flows, busy seconds per arc, event, solve and bottleneck counts,
     and with ``trace`` the rows ``(kind, owner, step, class, bytes, issued, started, ended)``
     in order of their end).
 
-    ``kernel``: ``compiled`` (:mod:`.flowsim`, numba), ``numpy``
-    (:func:`simulate_scenario_numpy`, the reference) or ``auto`` (compiled where numba is
-    installed). Both play the same events with the same tolerances."""
-    if kernel not in ("auto", "compiled", "numpy"):
-        raise ValueError(f"kernel: expected auto, compiled or numpy, got {kernel!r}")
+    ``kernel``: ``levels`` (:mod:`.levelsim`, numba: rates kept per bottleneck arc, the
+    default, also called ``compiled``), ``classes`` (:mod:`.flowsim`, numba: rates per path
+    class, the engine before it, kept as its peer), ``numpy`` (:func:`simulate_scenario_numpy`,
+    the reference) or ``auto`` (``levels`` where numba is installed, else ``numpy``). All play
+    the same events with the same tolerances."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")
     if kernel == "numpy" or (kernel == "auto" and not flowsim.HAVE_NUMBA):
         return simulate_scenario_numpy(sc, trace)
-    return _simulate_compiled(sc, trace)
+    return _simulate_compiled(sc, trace, levels=kernel != "classes")
 
 
-def _simulate_compiled(sc: Scenario, trace: bool) -> tuple[float, dict]:
+def _simulate_compiled(sc: Scenario, trace: bool, levels: bool = True) -> tuple[float, dict]:
     m, R, M = len(sc.cap), len(sc.rings), len(sc.mp_cls)
     cptr, carc, cmult, aptr, acls = flowsim.csr_of_paths(sc.paths, m)
     widths = np.array([len(p.cls) for p in sc.rings], dtype=np.int64)
@@ -262,7 +267,8 @@ def _simulate_compiled(sc: Scenario, trace: bool) -> tuple[float, dict]:
     total = sc.flow_count if trace else 1
     issued, ready, ended = np.zeros(total), np.zeros(total), np.zeros(total)
     delay = sc.delay(np.arange(len(sc.paths), dtype=np.int64)).astype(float)
-    t, ring_end, mp_end, events, solves, rounds, partial, fallbacks, retries = flowsim._run(
+    run = levelsim._run_levels if levels else flowsim._run
+    t, ring_end, mp_end, events, solves, rounds, partial, fallbacks, retries = run(
         cptr, carc, cmult, aptr, acls, sc.cap, delay, slot_cls, slot_bytes, slot_owner,
         ring_off, steps, flow_base, trace, issued, ready, ended)
     # every flow ends with all its bytes sent: an arc is busy for its total bytes / capacity
@@ -285,8 +291,8 @@ def _simulate_compiled(sc: Scenario, trace: bool) -> tuple[float, dict]:
         rows = [rows[i] for i in order]
     details = {"ring_end": ring_end, "mp_end": float(mp_end), "busy": arc_bytes / sc.cap,
                "events": int(events), "rounds": int(rounds), "solves": int(solves),
-               "partial_solves": int(partial), "tight_fallbacks": int(fallbacks),
-               "tight_retries": int(retries), "trace": rows}
+               "partial_solves": int(partial), "fallbacks": int(fallbacks),
+               "retries": int(retries), "trace": rows}
     return float(t), details
 
 
