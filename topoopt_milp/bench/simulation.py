@@ -22,19 +22,22 @@ Rows are cached in ``simulation.csv``: a re-run simulates only what is missing.
 
 Which instances (:func:`plan_of_simulation`): the quick plan simulates its own subset (the
 n <= 16 instances it runs, with a 5 s alloc-alternate); the full plan those up to
-``n = FULL_MAX_N`` (128: every one of the 103 coopt and mixed instances, n = 12 to 128).
+``n = FULL_MAX_N`` (128: the 103 coopt and mixed instances, n = 12 to 128).
 ``topoopt-milp reproduce --simulation-only`` regenerates this table alone from the
-existing store (no sweep, no other file).
+existing store (no sweep, no other file); with ``--cached-only`` it simulates nothing and
+writes the table of the instances whose rows the csv holds (after an interrupted run).
 Measured cost of one instance's rows (six solves, five solutions simulated four times each):
 n = 32 21-76 s wall (8-27 CPU s, load 3-8); n = 64, 2026-12-04 (load 3-6 on 2 shared cores,
 23 of them with the engine before core/maxmin_kernel.py's bottleneck lists): 9 s to 10 min
 wall per instance (mixed-n64-d8-g4-mp05 the slowest), the 30 in 58 min wall with up to
 three processes, 56 min of it simulating (summed ``sim_wall_s``). The LP-routed solutions
-take most of it (dlrm-n64-d4, TF+LP: 12 CPU s for its four simulations). n = 128 is left
-out: one LP-routed solution there (dlrm-n128-d8, TF+LP) took 23 CPU s to solve and 44 CPU s
-for its four simulations (load 4.4), and each instance has three or more of them besides
-alloc-alternate and demand-greedy+LP, so its 24 instances would add well over an hour of
-CPU to ``reproduce``.
+take most of it (dlrm-n64-d4, TF+LP: 12 CPU s for its four simulations). n = 128,
+2026-12-05, level engine (load 3-4.5): the LP-routed solutions take 44 s to 12 min wall
+each for their four simulations (candle-n128-d4 44-62 s, candle-n128-d8 245-288 s,
+dlrm-n128-d4 730 s for TF+LP; bert-n128-d8 1149-1560 s in an earlier run, engine not
+recorded), so the 24 instances take hours; 4 of them (bert and candle, d = 4 and 8) are in
+``results/simulation.csv`` so far, the others are simulated by the next run (the csv
+resumes).
 """
 
 from __future__ import annotations
