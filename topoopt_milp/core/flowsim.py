@@ -78,6 +78,35 @@ def _touch(c, delta, counts, dirty, ndirty, dflag):
 
 
 @njit(cache=True)
+def _start_slots(n_mp, R, ring_off, flow_base, slot_cls, delay, rd, fid, pend, left, trace,
+                 issued, ready_out):  # pragma: no cover - compiled
+    """Every slot at ``t = 0``: its flow id (``fid``), the end of its latency phase (``rd``),
+    in the pending list (``pend``); ``left[r]``: ring ``r``'s live slots; with ``trace`` the
+    issue and ready times of every first flow. Returns the number of slots (all pending,
+    all live). Shared by both event loops (:func:`_run`, :func:`.levelsim._run_levels`)."""
+    npend = 0
+    for s in range(n_mp):
+        rd[s] = delay[slot_cls[s]]
+        fid[s] = s
+        pend[npend] = s
+        npend += 1
+        if trace:
+            issued[s] = 0.0
+            ready_out[s] = rd[s]
+    for r in range(R):
+        for s in range(ring_off[r], ring_off[r + 1]):
+            rd[s] = delay[slot_cls[s]]
+            fid[s] = flow_base[r] + s - ring_off[r]
+            pend[npend] = s
+            npend += 1
+            if trace:
+                issued[fid[s]] = 0.0
+                ready_out[fid[s]] = rd[s]
+        left[r] = ring_off[r + 1] - ring_off[r]
+    return npend
+
+
+@njit(cache=True)
 def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_owner,
          ring_off, ring_steps, flow_base, trace, issued, ready_out, ended):
     """The event loop (module docstring). ``slot_*``: class, bytes and owner (-1 MP, else the
@@ -121,7 +150,6 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
     dflag = np.zeros(k, dtype=np.bool_)
     ndirty = 0
     pend = np.zeros(S, dtype=np.int64)  # live slots in their latency phase
-    npend = 0
     act = np.zeros(S, dtype=np.int64)  # live slots in their bandwidth phase
     nact = 0
     sid = 0
@@ -142,28 +170,10 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
     nout = np.zeros(1, dtype=np.int64)
     ring_hit = np.zeros(R, dtype=np.bool_)
     tfin = np.zeros(S)
-    for s in range(n_mp):
-        rem_b[s] = slot_bytes[s]
-        rd[s] = delay[slot_cls[s]]
-        fid[s] = s
-        pend[npend] = s
-        npend += 1
-        if trace:
-            issued[s] = 0.0
-            ready_out[s] = rd[s]
-    nlive = n_mp
-    for r in range(R):
-        for s in range(ring_off[r], ring_off[r + 1]):
-            rem_b[s] = slot_bytes[s]
-            rd[s] = delay[slot_cls[s]]
-            fid[s] = flow_base[r] + s - ring_off[r]
-            pend[npend] = s
-            npend += 1
-            if trace:
-                issued[fid[s]] = 0.0
-                ready_out[fid[s]] = rd[s]
-        left[r] = ring_off[r + 1] - ring_off[r]
-        nlive += left[r]
+    rem_b[:] = slot_bytes
+    npend = _start_slots(n_mp, R, ring_off, flow_base, slot_cls, delay, rd, fid, pend, left,
+                         trace, issued, ready_out)
+    nlive = npend
     t = 0.0
     mp_end = 0.0
     events = 0

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .flowsim import _start_slots
 from .jit import njit
 from .levels_kernel import _level_solve, _rebuild
 
@@ -77,7 +78,6 @@ def _run_levels(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes,
     chead = np.full(k, -1, dtype=np.int64)
     fresh = np.zeros(S, dtype=np.int64)  # flows that started sending, not yet keyed
     pend = np.zeros(S, dtype=np.int64)
-    npend = 0
     step = np.zeros(R, dtype=np.int64)
     left = np.zeros(R, dtype=np.int64)
     ring_end = np.zeros(R)
@@ -124,26 +124,9 @@ def _run_levels(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes,
     poplvl = np.zeros(m)
     out = np.zeros(4, dtype=np.int64)
     sid = 0
-    for s in range(n_mp):
-        rd[s] = delay[slot_cls[s]]
-        fid[s] = s
-        pend[npend] = s
-        npend += 1
-        if trace:
-            issued[s] = 0.0
-            ready_out[s] = rd[s]
-    nlive = n_mp
-    for r in range(R):
-        for s in range(ring_off[r], ring_off[r + 1]):
-            rd[s] = delay[slot_cls[s]]
-            fid[s] = flow_base[r] + s - ring_off[r]
-            pend[npend] = s
-            npend += 1
-            if trace:
-                issued[fid[s]] = 0.0
-                ready_out[fid[s]] = rd[s]
-        left[r] = ring_off[r + 1] - ring_off[r]
-        nlive += left[r]
+    npend = _start_slots(n_mp, R, ring_off, flow_base, slot_cls, delay, rd, fid, pend, left,
+                         trace, issued, ready_out)
+    nlive = npend
     t = 0.0
     mp_end = 0.0
     events = 0
