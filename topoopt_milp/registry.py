@@ -49,6 +49,8 @@ BUILTIN = (
     "topoopt_milp.methods.heuristics.baselines:DEMAND_GREEDY_LP",
     "topoopt_milp.methods.heuristics.group_rings:SPEC",
     "topoopt_milp.methods.heuristics.group_rings:SPEC_LP",
+    "topoopt_milp.methods.heuristics.group_split:SPEC",
+    "topoopt_milp.methods.heuristics.group_split:SPEC_LP",
     "topoopt_milp.methods.formulations.select:MILP",
     "topoopt_milp.methods.formulations.select:CPSAT",
     "topoopt_milp.methods.formulations.alloc:MILP",

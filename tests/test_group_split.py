@@ -1,0 +1,95 @@
+"""group-split: ring ports and MP ports per node, rings over the patterns' cycles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import checked
+
+from topoopt_milp import registry
+from topoopt_milp.core.instance import Instance, make_instance
+from topoopt_milp.methods.heuristics import group_split as gs
+from topoopt_milp.methods.heuristics.support import components
+
+ROOT = Path(__file__).parents[1]
+
+
+def pipeline(stages, blocks, d, mp_bytes=2e8, seed=0):
+    """Data parallel times pipeline: group ``s`` = the nodes ``s mod stages`` (1 GB rings),
+    MP between consecutive stages of a block (``stages`` consecutive nodes)."""
+    rng = np.random.default_rng(seed)
+    n = stages * blocks
+    mp = [(b * stages + s + o, b * stages + s + 1 - o, float(mp_bytes * rng.uniform(0.8, 1.2)))
+          for b in range(blocks) for s in range(stages - 1) for o in (0, 1)]
+    return make_instance(n, d, 100.0, mp=mp, allreduce=[(range(s, n, stages), 1e9)
+                                                          for s in range(stages)])
+
+
+@pytest.mark.parametrize("k", [6, 8, 16, 18])
+@pytest.mark.parametrize("ports", [2, 3, 4])
+def test_pattern_is_regular_and_its_cycles_are_one_hop_hamiltonian(k, ports):
+    P = gs.pattern(k, ports)
+    assert (P == P.T).all() and (np.diag(P) == 0).all()
+    assert (P.sum(axis=1) == ports).all()
+    cycles = gs.pattern_cycles(P, 8, np.random.default_rng(0))
+    assert cycles
+    for o in cycles:
+        assert sorted(o) == list(range(k))
+        assert all(P[a, b] for a, b in zip(o, o[1:] + o[:1]))
+    if ports == 3:  # the matching's links are on some cycle: rings use all three ports
+        used = {frozenset(e) for o in cycles for e in zip(o, o[1:] + o[:1])}
+        assert len(used) > k
+
+
+@pytest.mark.parametrize("d", [4, 8])
+def test_links_regular_connected_rings_whole_groups(d):
+    inst = pipeline(4, 8, d)
+    L, rings, a, made, _ = gs.group_split_links(inst)
+    assert (L == L.T).all() and (np.diag(L) == 0).all() and (L >= 0).all()
+    assert (L.sum(axis=1) == d).all()
+    assert components(L).max() == 0
+    assert 2 <= a < d and made > 0
+    for g, grp in enumerate(inst.allreduce):
+        mine = [r for r in rings if r.group == g]
+        assert sum(r.share for r in mine) == pytest.approx(1.0)
+        assert all(sorted(r.order) == sorted(grp.members) for r in mine)
+
+
+def test_mp_links_spread_over_the_stage_pairs():
+    # a plain maximum matching of every block's chain links stages (0,1), (2,3) only; the
+    # divisor gives every pair of consecutive stages its links
+    inst = pipeline(4, 8, 4)
+    L, _, a, made, _ = gs.group_split_links(inst)
+    assert a == 3
+    stage = np.arange(inst.n) % 4
+    for s in range(3):
+        pair = (stage[:, None] == s) & (stage[None, :] == s + 1)
+        assert L[pair].sum() >= 2, s
+
+
+def test_ring_ports_rule():
+    inst = pipeline(4, 8, 4)
+    assert gs.ring_ports(inst) == 3
+    assert gs.ring_ports(inst, 2) == 2 and gs.ring_ports(inst, 9) == 4
+    rings_only = make_instance(16, 4, 100.0, mp=[], allreduce=[(range(s, 16, 4), 1e9)
+                                                                 for s in range(4)])
+    assert gs.ring_ports(rings_only) == 4  # no MP between groups: every port to the rings
+
+
+@pytest.mark.parametrize("method", ["group-split", "group-split-lp"])
+def test_solutions_checked(method):
+    checked(pipeline(4, 4, 4), registry.solve(pipeline(4, 4, 4), method))
+
+
+@pytest.mark.slow
+def test_alloc_search_routes_it_with_its_own_orders_and_beats_totientperms():
+    # the case it is for (module docstring): gpt3-13b-n32-d4, measured 0.3436 s (the start
+    # group-split with its own orders, free split) against TotientPerms + LP 0.3574 s
+    inst = Instance.load(ROOT / "instances/coopt/gpt3-13b-n32-d4.json")
+    res = registry.solve(inst, "alloc-search", rings="tours", time_limit=30)
+    checked(inst, res)
+    steps = {s["kind"]: s for s in res.info["trajectory"]}
+    assert steps["start:group-split:own-rings"]["accepted"]
+    assert res.objective < 0.98 * registry.solve(inst, "totientperms-lp").objective

@@ -1,0 +1,328 @@
+"""group-split: every node's ports split between its AllReduce groups' rings and links to
+its model-parallel partners.
+
+Why. group-rings gives every port to the rings and then turns a few ring links into cross
+links; TopologyFinder gives ``d_AR`` (even) ports to TotientPerms rings and matches the MP
+pairs on the rest. On pipeline-times-data-parallel traffic at ``d = 4`` neither fits: the
+groups (one per pipeline stage) need most ports for their rings, and every node also has one
+or two heavy MP partners in the neighbouring stages. Measured on ``gpt3-13b``, ``d = 4``
+(16-member groups, MP between consecutive stages), as the start of ``alloc-search --rings
+tours``, which routes it with its own orders and tours under a free split: 0.3436 / 0.4028 /
+0.4218 s at n = 32 / 64 / 128, against 0.3574 / 0.4157 / 0.4449 s for the best solutions
+known before (TotientPerms or TopologyFinder with LP routing, alloc-search). With its own
+shares the ``-lp`` variant gives 0.4469 s at n = 128: the free split is worth 5.6%.
+
+Construction.
+
+1. **Rings on ``a`` ports** (``ring_ports``; default ``d - c`` with ``c = round(d s)``, ``s``
+   the MP share of the bytes as group-rings measures it, clamped to ``1 .. d - 2`` when some
+   MP crosses between groups, else ``c = 0``). The groups are merged by member set and
+   apportioned the ``a`` ports as TotientPerms does (:func:`.totient._apportion`); each lays
+   a *pattern* over its sorted members (:func:`pattern`): the TotientPerms ring jumps of its
+   even share, and for an odd share of an even set of at least 6 the matching
+   ``i <-> i + j`` for even ``i``, ``j`` the smallest odd jump not yet used (with TotientPerms'
+   matching ``i <-> i + k/2`` on 16 members, 12 tours found no Hamiltonian cycle but the
+   ring itself, so the rings left the matching idle: 0.63 s on gpt3-13b-n128-d4). Sets of
+   the same size get the same pattern over their sorted members, so on coset groups (stage
+   ``s`` = the nodes ``s mod P``) the ``i``-th members of two groups sit at the same place
+   of their patterns, and an MP pair that is not linked directly reaches a linked one in
+   one hop on either side.
+2. **MP links on the other ports**: greedily the pair ``(u, v)`` with free ports on both ends,
+   not yet linked, maximising ``W_uv / (1 + c_gh)^2``; ``W_uv`` the MP bytes between them in
+   both directions, ``c_gh`` the links made so far between their primary member sets (a
+   node's heaviest). The divisor spreads the links over the pairs of groups: on a pipeline a
+   plain maximum-weight matching links stages ``(0, 1), (2, 3), ..`` in every block and never
+   ``(1, 2)``. Priorities only fall as ``c_gh`` grows, so a lazy heap gives the same choice
+   as a full rescan. Free ports left are filled (:func:`.support.fill_free_ports`) and split
+   traffic is joined (:func:`.support.connect_components`).
+3. **Ring orders**: per member set, the one-hop Hamiltonian cycles of its pattern (its
+   circulant orders and ``ring_tours`` 2-opt tours, :func:`topoopt_milp.core.tours.tour`)
+   and ``ring_tours`` tours of the built topology, each in both directions; their shares
+   minimise the busiest arc with every ring edge and MP demand on one shortest path
+   (:func:`ring_shares`, a small LP). With an odd share the matching links carry ring bytes
+   too, which TotientPerms' orders never do.
+
+The orders are in general not TotientPerms orders, so the solution lies outside alloc-milp's
+ring space (only bounds valid for every ring order cover it, as for alloc-search's tours).
+Own routing: shortest paths. A heuristic: no bound.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass
+from math import gcd
+
+import numpy as np
+from scipy.optimize import linprog
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
+
+from ...core.evaluate import arc_loads
+from ...core.instance import Instance
+from ...core.params import SolveOptions, knob
+from ...core.result import SolveResult
+from ...core.routing import route
+from ...core.spec import MethodSpec
+from ...core.topology import Ring, Topology
+from ...core.tours import canonical, tour, tour_hops
+from .group_rings import mp_share
+from .support import (
+    RoutingParams,
+    connect_components,
+    fill_free_ports,
+    heuristic_memory,
+    heuristic_result,
+    route_with,
+    traffic_is_split,
+)
+from .totient import _apportion, _local_links, merged_groups, totient_jumps
+
+Key = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GroupSplitParams(RoutingParams):
+    ring_ports: int = knob(0, "group-split: ports per node for its groups' rings (0: d minus "
+                              "the MP share of the ports, at least one MP port when MP "
+                              "crosses between groups).", minimum=0)
+    ring_tours: int = knob(12, "group-split: 2-opt tours per member set offered, besides the "
+                               "TotientPerms orders, to the ring split.", minimum=0)
+
+
+def ring_ports(instance: Instance, ports: int = 0) -> int:
+    """The ring ports ``a`` of step 1 (``ports``, when positive, capped at ``d``)."""
+    d = instance.degree
+    if ports > 0:
+        return min(ports, d)
+    primary = primary_sets(instance)
+    crossing = any(b > 0 and primary[s] != primary[t] for s, t, b in instance.mp)
+    if not crossing or d < 3:
+        return d
+    return d - min(d - 2, max(1, round(d * mp_share(instance))))
+
+
+def primary_sets(instance: Instance) -> np.ndarray:
+    """Per node the index of its heaviest AllReduce member set (by summed ring-edge volume,
+    ties to the lowest index; -1 for a node in no group with traffic)."""
+    weight: dict[Key, float] = {}
+    for g in instance.allreduce:
+        if g.edge_bytes > 0:
+            key = tuple(sorted(g.members))
+            weight[key] = weight.get(key, 0.0) + g.edge_bytes
+    primary = np.full(instance.n, -1)
+    best = np.zeros(instance.n)
+    for i, (key, w) in enumerate(weight.items()):
+        idx = np.asarray(key)
+        take = w > best[idx]
+        primary[idx[take]] = i
+        best[idx[take]] = w
+    return primary
+
+
+def mp_links(instance: Instance, L: np.ndarray, primary: np.ndarray) -> int:
+    """Step 2 in place on ``L`` (up to ``d`` ports per node): the MP links; returns how many."""
+    d = instance.degree
+    W: dict[tuple[int, int], float] = {}
+    for s, t, b in instance.mp:
+        if b > 0 and s != t:
+            key = (min(s, t), max(s, t))
+            W[key] = W.get(key, 0.0) + b
+    free = d - L.sum(axis=1)
+    made: dict[tuple[int, int], int] = {}
+    heap = [(-w, u, v, 0) for (u, v), w in W.items()]
+    heapq.heapify(heap)
+    links = 0
+    while heap:
+        neg, u, v, seen = heapq.heappop(heap)
+        if free[u] <= 0 or free[v] <= 0 or L[u, v]:
+            continue
+        pair = (min(primary[u], primary[v]), max(primary[u], primary[v]))
+        c = made.get(pair, 0)
+        if c != seen:  # stale priority: push back with the current divisor
+            heapq.heappush(heap, (-W[(u, v)] / (1 + c) ** 2, u, v, c))
+            continue
+        L[u, v] += 1
+        L[v, u] += 1
+        free[u] -= 1
+        free[v] -= 1
+        made[pair] = c + 1
+        links += 1
+    return links
+
+
+def pattern(k: int, ports: int) -> np.ndarray:
+    """Step 1's link pattern of a member set on positions ``0..k-1`` (module docstring)."""
+    P = np.zeros((k, k), dtype=np.int64)
+    if k < 2 or ports <= 0:
+        return P
+    odd = ports % 2 == 1 and k % 2 == 0 and k >= 6
+    jumps = totient_jumps(k, ports - 1 if odd else ports, False)
+    _local_links(P, tuple(range(k)), jumps)
+    if odd:
+        taken = {m % k for m in jumps} | {-m % k for m in jumps}
+        j = next((j for j in range(3, k, 2) if j not in taken), None)
+        if j is not None:
+            even = np.arange(0, k, 2)
+            np.add.at(P, (even, (even + j) % k), 1)
+            np.add.at(P, ((even + j) % k, even), 1)
+    return P
+
+
+def pattern_cycles(P: np.ndarray, tours: int, rng: np.random.Generator
+                   ) -> list[tuple[int, ...]]:
+    """Step 3's one-hop Hamiltonian cycles of the pattern ``P`` (positions ``0..k-1``): its
+    circulant orders and those of ``tours`` 2-opt tours that need no second hop."""
+    k = len(P)
+    cycles = set()
+    for m in range(1, k):  # the circulant orders of the pattern (TotientPerms' rings)
+        o = tuple((i * m) % k for i in range(k))
+        if gcd(m, k) == 1 and all(P[a, b] for a, b in zip(o, o[1:] + o[:1])):
+            cycles.add(_undirected(o))
+    if tours and k > 3:
+        hop = np.where(P > 0, 1.0, float(k))  # a non-link costs more than a whole tour
+        for _ in range(tours):  # the random term (< 1/k a pair) only breaks ties
+            o = tour(range(k), hop + 0.5 * rng.random((k, k)) / k, rng, restarts=1)
+            if tour_hops(np.where(P > 0, 1, 2), o) == k:
+                cycles.add(_undirected(o))
+    return sorted(cycles)
+
+
+def topology_tours(members: Key, dist: np.ndarray, tours: int, rng: np.random.Generator
+                   ) -> list[tuple[int, ...]]:
+    """``tours`` 2-opt tours of ``members`` under the hop distance ``dist`` of the built
+    topology (a random term below one hop a tour breaks ties), as undirected cycles."""
+    k = len(members)
+    if k < 3:
+        return [tuple(members)]
+    return sorted({_undirected(tour(members, dist + rng.random(dist.shape) / k, rng,
+                                    restarts=1)) for _ in range(tours)})
+
+
+def ring_shares(instance: Instance, L: np.ndarray, orders: dict[Key, list[tuple[int, ...]]],
+                weight: dict[Key, float], seed: int, mp: np.ndarray | None = None
+                ) -> dict[Key, np.ndarray]:
+    """Step 3's split: per member set a share of every candidate order (both directions of
+    each cycle are candidates) minimising the busiest arc's load when every ring edge and
+    MP demand takes one shortest path (the built topology's own routing)::
+
+        min z  s.t.  mp(a) + sum_S w_S sum_c x_Sc h_c(a) <= z L_a  (every arc a),
+                     sum_c x_Sc = 1,  x >= 0
+
+    with ``w_S`` the member set's ring-edge volume and ``h_c(a)`` how often order ``c``'s
+    paths cross arc ``a``. A small LP; the route LP of the ``-lp`` variant then routes
+    every byte optimally for these shares. ``mp``: the MP arc loads (``n x n`` bytes) to
+    use instead of one shortest path per demand."""
+    n = instance.n
+    _, pred = shortest_path(csr_matrix((L > 0).astype(float)), unweighted=True,
+                            return_predecessors=True)
+    if mp is None:
+        mp = arc_loads(n, route(instance, Topology(L), [], "shortest", seed))
+    mp = mp.ravel()
+    arcs = np.flatnonzero(L.ravel() > 0)
+    row = np.full(n * n, -1)
+    row[arcs] = np.arange(len(arcs))
+    cols, keys = [], []
+    for key, cyc in orders.items():
+        for o in cyc:
+            h = np.zeros(len(arcs))
+            for u, v in zip(o, o[1:] + o[:1]):
+                while v != u:  # the path u -> v backwards
+                    p = pred[u, v]
+                    h[row[p * n + v]] += 1
+                    v = p
+            cols.append(weight[key] * h)
+            keys.append(key)
+    A = np.column_stack(cols)
+    sets = list(orders)
+    E = np.zeros((len(sets), len(cols) + 1))
+    for c, key in enumerate(keys):
+        E[sets.index(key), c] = 1.0
+    scale = float(max(A.max(initial=0.0), mp.max(initial=0.0), 1.0))  # bytes -> O(1)
+    res = linprog(np.r_[np.zeros(len(cols)), 1.0],
+                  A_ub=np.c_[A / scale, -L.ravel()[arcs]], b_ub=-mp[arcs] / scale,
+                  A_eq=E, b_eq=np.ones(len(sets)), bounds=[(0, None)] * (len(cols) + 1),
+                  method="highs")
+    x = np.clip(res.x[:-1], 0.0, None) if res.status == 0 else None
+    out: dict[Key, np.ndarray] = {}
+    for key in sets:
+        idx = [c for c, k_ in enumerate(keys) if k_ == key]
+        share = np.full(len(idx), 1.0 / len(idx)) if x is None else x[idx]
+        out[key] = share / share.sum()
+    return out
+
+
+def _undirected(order: tuple[int, ...]) -> tuple[int, ...]:
+    """One name for a cycle and its reverse: the smaller of their canonical rotations."""
+    return min(canonical(order), canonical((order[0], *reversed(order[1:]))))
+
+
+@dataclass(frozen=True)
+class Split:
+    """The member sets (with their group indices and ring volume), the rings of the groups
+    without traffic, and every set's candidate orders: what a new ring split needs."""
+
+    merged: dict[Key, list[int]]
+    weight: dict[Key, float]
+    idle: list[Ring]
+    orders: dict[Key, list[tuple[int, ...]]]
+
+    def rings(self, shares: dict[Key, np.ndarray]) -> list[Ring]:
+        """The rings of ``shares`` (per set, one share per candidate order)."""
+        out = list(self.idle)
+        for key, gids in self.merged.items():
+            out.extend(Ring(gi, o, float(x)) for gi in gids
+                       for o, x in zip(self.orders[key], shares[key]) if x > 1e-9)
+        return sorted(out, key=lambda r: r.group)
+
+
+def group_split_links(instance: Instance, ports: int = 0, tours: int = 12, seed: int = 0
+                      ) -> tuple[np.ndarray, list[Ring], int, int, Split]:
+    """The construction of the module docstring: ``(L, rings, ring ports, MP links, the
+    split's data)``."""
+    n, d = instance.n, instance.degree
+    a = ring_ports(instance, ports)
+    L = np.zeros((n, n), dtype=np.int64)
+    merged, weight, idle = merged_groups(instance)
+    alloc = _apportion(n, merged, weight, a, False) if merged else {}
+    rng = np.random.default_rng(seed)
+    cycles: dict[Key, list[tuple[int, ...]]] = {}
+    for key in merged:
+        P = pattern(len(key), alloc[key])
+        idx = np.asarray(key)
+        L[np.ix_(idx, idx)] += P
+        cycles[key] = [tuple(key[i] for i in o) for o in pattern_cycles(P, tours, rng)]
+    made = mp_links(instance, L, primary_sets(instance))
+    if instance.regular:
+        fill_free_ports(L, d)
+    if traffic_is_split(L, instance):
+        connect_components(L, None if instance.regular else d)
+    dist = shortest_path(csr_matrix((L > 0).astype(float)), unweighted=True)
+    dist = np.where(np.isfinite(dist), dist, float(n))
+    orders: dict[Key, list[tuple[int, ...]]] = {}
+    for key in merged:
+        cyc = sorted(set(cycles[key]) | set(topology_tours(key, dist, tours, rng)))
+        orders[key] = [o for c in cyc for o in (c, (c[0], *reversed(c[1:])))]
+    split = Split(merged, weight, idle, orders)
+    return L, split.rings(ring_shares(instance, L, orders, weight, seed)), a, made, split
+
+
+def solve(instance: Instance, options: SolveOptions) -> SolveResult:
+    started = time.perf_counter()
+    p = options.method
+    L, rings, a, made, split = group_split_links(instance, p.ring_ports, p.ring_tours,
+                                                 options.seed)
+    topo = Topology(L)
+    routed = route_with(instance, topo, rings, options, "shortest")
+    return heuristic_result("group-split", instance, topo, routed, options, started,
+                            f"{a} ring port(s) per node, {made} MP link(s)")
+
+
+SPEC = MethodSpec(
+    "group-split", "alloc", "heuristic", "heuristic", GroupSplitParams, solve,
+    "each node's ports split between its groups' TotientPerms patterns (rings balanced over "
+    "their Hamiltonian cycles) and links to its MP partners, spread over the group pairs",
+    memory=heuristic_memory)
+SPEC_LP = SPEC.lp_variant().with_(
+    description="group-split's topology and rings, optimal fractional routing")
