@@ -93,3 +93,13 @@ def test_alloc_search_routes_it_with_its_own_orders_and_beats_totientperms():
     steps = {s["kind"]: s for s in res.info["trajectory"]}
     assert steps["start:group-split:own-rings"]["accepted"]
     assert res.objective < 0.98 * registry.solve(inst, "totientperms-lp").objective
+
+
+@pytest.mark.parametrize("d", [3, 4])
+def test_without_allreduce_every_port_goes_to_mp_links(d):
+    inst = make_instance(12, d, 100.0, mp=[(i, j, 1e6 * (1 + (i * j) % 5)) for i in range(12)
+                                           for j in range(12) if i != j])
+    L, rings, a, made, _ = gs.group_split_links(inst)
+    assert not rings and a == d and made > 0
+    assert (L.sum(axis=1) == d).all() and components(L).max() == 0
+    checked(inst, registry.solve(inst, "group-split"))

@@ -215,6 +215,8 @@ def ring_shares(instance: Instance, L: np.ndarray, orders: dict[Key, list[tuple[
     every byte optimally for these shares. ``mp``: the MP arc loads (``n x n`` bytes) to
     use instead of one shortest path per demand."""
     n = instance.n
+    if not orders:
+        return {}
     _, pred = shortest_path(csr_matrix((L > 0).astype(float)), unweighted=True,
                             return_predecessors=True)
     if mp is None:
