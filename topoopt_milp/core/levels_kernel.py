@@ -64,6 +64,16 @@ def _push(a, key, hkey, hval, size):
     return size + 1
 
 
+@njit(cache=True, inline="always")
+def _worth_a_pop(e, D, L, R, cap):
+    """Whether arc ``e``, whose ``R`` just changed, must be popped from the heap: it has a group
+    (its level equation changed), or it has none but still a level to reset to 0, or it is
+    over capacity (its fastest classes must move). An arc with no group, level 0 and room
+    left has nothing to do when popped, and on the LP-routed instances such arcs were half
+    of all pops (bert-n64-d8 TF+LP: 14.2 M of 28.3 M), so they are not pushed."""
+    return D[e] > 0 or L[e] != 0.0 or R[e] > cap[e] * (1 + CHECK_TOL)
+
+
 @njit(cache=True)
 def _pivot_target(c, h, w, cptr, carc, cmult, cap, D, R, L):
     """Where class ``c`` (group ``h``) goes when it runs faster than an arc it crosses allows:
@@ -151,7 +161,7 @@ def _pivot(c, h, e, w, g, bn, bhead, bnext, bprev, cptr, carc, cmult, cap, L, D,
             D[e] += x
         else:
             R[a] += x * (le - lh)
-        if pst[a] != sid:
+        if pst[a] != sid and _worth_a_pop(a, D, L, R, cap):
             pst[a] = sid
             size = _push(a, L[a], hkey, hval, size)
     _link(c, e, bn, bhead, bnext, bprev)
@@ -210,7 +220,7 @@ def _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev, cptr, carc, c
                 D[a] += dw * cmult[f]
             else:
                 R[e] += dw * cmult[f] * L[a]
-            if pst[e] != sid:
+            if pst[e] != sid and _worth_a_pop(e, D, L, R, cap):
                 pst[e] = sid
                 size = _push(e, L[e], hkey, hval, size)
         if w[c] == 0:
@@ -264,7 +274,7 @@ def _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev, cptr, carc, c
                             R[e] += x * cmult[f]
                             if mx[e] < lvl:
                                 mx[e] = lvl
-                            if pst[e] != sid:
+                            if pst[e] != sid and _worth_a_pop(e, D, L, R, cap):
                                 pst[e] = sid
                                 size = _push(e, L[e], hkey, hval, size)
                             # rising above an arc it crosses: move it now
