@@ -172,14 +172,16 @@ def _pivot(c, h, e, w, g, bn, bhead, bnext, bprev, cptr, carc, cmult, cap, L, D,
 
 @njit(cache=True)
 def _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev, cptr, carc, cmult, aptr,
-                 acls, cap, L, D, R, mx, Sacc, tS, t, sid, pst, hkey, hval, viol, vsrc, vst,
-                 moved, mst, out):
+                 acls, aact, cap, L, D, R, mx, Sacc, tS, t, sid, pst, hkey, hval, viol, vsrc,
+                 vst, moved, mst, out):
     """Re-solve the levels after the counts of the classes ``dirty[:ndirty]`` changed from
     ``pw`` to ``w`` (module docstring). ``bn, bhead, bnext, bprev``: each class with flows
     on the list of its group's arc; ``g``: the group of every class (kept while it has no
     flows); ``mx``: per arc, an upper bound of the levels of the other groups' classes
     crossing it; ``Sacc, tS``: each arc's service counter, brought up to time ``t`` before
-    its level changes. Classes that changed group are ``moved[:out[2]]``. Returns True with
+    its level changes. ``acls[aptr[a]:aptr[a] + aact[a]]``: the classes with flows crossing
+    arc ``a`` (:func:`.levelsim._activate`; the scans for faster classes read only these).
+    Classes that changed group are ``moved[:out[2]]``. Returns True with
     the certificate met, False when the caller must solve from scratch (a class with no arc
     with a group on its path, a level <= 0, an arc over capacity, or too many pivots or
     heap pops); ``out``: heap pops, pivots, moved classes, scans of an arc's classes."""
@@ -242,11 +244,11 @@ def _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev, cptr, carc, c
                 if R[b] > cap[b] * (1 + CHECK_TOL):  # over capacity: its fastest classes
                     scans += 1
                     top = 0.0
-                    for q in range(aptr[b], aptr[b + 1]):
+                    for q in range(aptr[b], aptr[b] + aact[b]):
                         h = bn[acls[q]]
                         if h >= 0 and L[h] > top:
                             top = L[h]
-                    for q in range(aptr[b], aptr[b + 1]):
+                    for q in range(aptr[b], aptr[b] + aact[b]):
                         c = acls[q]
                         h = bn[c]
                         if h >= 0 and L[h] >= top and vst[c] != sid:
@@ -289,7 +291,7 @@ def _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev, cptr, carc, c
             if mx[b] > L[b] * (1 + CHECK_TOL):  # is a class crossing it faster? exactly
                 scans += 1
                 top = 0.0
-                for q in range(aptr[b], aptr[b + 1]):
+                for q in range(aptr[b], aptr[b] + aact[b]):
                     c = acls[q]
                     h = bn[c]
                     if h >= 0 and h != b:
