@@ -65,7 +65,8 @@ REPO = Path(__file__).resolve().parents[1]
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--instances", default=None, help="comma-separated instance files")
-    ap.add_argument("--method", default="topologyfinder")
+    ap.add_argument("--method", default="topologyfinder", help="one method, or several "
+                    "comma-separated (e.g. topologyfinder,topologyfinder-lp): one row each")
     ap.add_argument("--simgrid", action="store_true", help="also run SimGrid on each scenario")
     ap.add_argument("--kernels", default="", help="comma-separated engines to time each "
                     f"scenario with ({', '.join(KERNELS)})")
@@ -76,11 +77,11 @@ def main() -> None:
     paths = args.instances.split(",") if args.instances else sorted(
         glob.glob(str(REPO / "instances" / "coopt" / "*-n128-*.json")))
     print(f"# {args.method}; machine: 2 cores, 24 GiB, shared; load = 1-minute load average")
-    print("instance,flows,classes,events,solves,rounds,sim_wall_s,sim_cpu_s,fluid_s,"
+    print("instance,method,flows,classes,events,solves,rounds,sim_wall_s,sim_cpu_s,fluid_s,"
           "simulated_s,ratio,simgrid_wall_s,simgrid_rel_diff,load")
-    for path in paths:
+    for path, method in ((p, m) for p in paths for m in args.method.split(",")):
         inst = Instance.load(path)
-        res = solve_checked(inst, args.method, time_limit=300)
+        res = solve_checked(inst, method, time_limit=300)
         if res.violations or res.routing is None:
             print(f"{inst.name}: no checked solution ({res.status.value})")
             continue
@@ -94,11 +95,13 @@ def main() -> None:
             ref = run_simgrid(out.scenario, timeout=7200)
             sg_wall = f"{ref['wall_s']:.1f}"
             sg_diff = f"{abs(out.simulated_s - ref['time']) / ref['time']:.2g}"
-        print(f"{inst.name},{out.flows},{len(out.scenario.paths)},{out.events},{out.solves},"
+        print(f"{inst.name},{method},{out.flows},{len(out.scenario.paths)},{out.events},{out.solves},"
               f"{out.rounds},{wall:.1f},{cpu:.1f},{out.fluid_s:.6g},{out.simulated_s:.6g},"
               f"{out.ratio:.4f},{sg_wall},{sg_diff},{os.getloadavg()[0]:.1f}", flush=True)
+        first = None
         for kernel in kernels:
-            _time_kernel(out.scenario, kernel, out.simulated_s)
+            cpu_k = _time_kernel(out.scenario, kernel, out.simulated_s, first)
+            first = cpu_k if first is None else first
 
 
 def _warm_up(kernels: list[str]) -> None:
@@ -110,17 +113,20 @@ def _warm_up(kernels: list[str]) -> None:
         simulate_scenario(out.scenario, kernel=kernel)
 
 
-def _time_kernel(scenario, kernel: str, reference_s: float) -> None:
-    """One row: ``kernel``'s wall and CPU seconds on ``scenario`` and its counts, and its
-    simulated time's relative difference from ``reference_s``."""
+def _time_kernel(scenario, kernel: str, reference_s: float, first_cpu: float | None) -> float:
+    """One row: ``kernel``'s wall and CPU seconds on ``scenario`` (and their ratio to the first
+    kernel's CPU seconds ``first_cpu``) and its counts, and its simulated time's relative
+    difference from ``reference_s``; returns the CPU seconds."""
     w0, c0 = time.perf_counter(), time.process_time()
     t, det = simulate_scenario(scenario, kernel=kernel)
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     counts = " ".join(f"{key}={det[key]}" for key in (
         "events", "solves", "rounds", "partial_solves", "fallbacks", "retries") if key in det)
-    print(f"  kernel {kernel}: wall {wall:.2f} s, CPU {cpu:.2f} s, simulated {t!r} s "
+    ratio = "" if first_cpu is None else f" ({cpu / first_cpu:.2f}x the first kernel's)"
+    print(f"  kernel {kernel}: wall {wall:.2f} s, CPU {cpu:.2f} s{ratio}, simulated {t!r} s "
           f"(rel diff {abs(t - reference_s) / reference_s:.2g}), {counts}, "
           f"load {os.getloadavg()[0]:.1f}", flush=True)
+    return cpu
 
 
 if __name__ == "__main__":
