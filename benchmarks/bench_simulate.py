@@ -45,7 +45,37 @@ script with ``--instances instances/coopt/ncf-n128-d8.json --kernels levels,clas
 (one process, cache warm, load 2.8-3.2): levels 8.87 and 8.81 CPU s (13.7 and 14.2 s wall),
 classes 29.34 CPU s (47.6 s wall), 3.3x; 85,005 events instead of 85,013, 0 fallbacks to a
 solve from scratch, 222,967 pivots; the simulated times agree to 2.3e-15.
+
+LP routing (``--method topologyfinder-lp``), 2026-12-05. Profile of bert-n128-d8 TF+LP with
+the level engine of 55c9b6a (128.3 CPU s, load 1.8; counters added to a copy of the kernel):
+693,254 flows on 5,629 path classes, and every flow slot has a class of its own (a ring
+edge is split over up to 17 paths of up to 27 hops), so no two flows share a path and a
+start: merging interchangeable flows into weighted ones has nothing to merge (likewise on
+dlrm-n128-d4 TF+LP: 9,250 MP flows on 9,250 distinct (class, bytes) pairs). The flows end at
+693,211 distinct times, so there are as many events and max-min solves. A flow end changes
+the levels of 290 of the 1,024 arcs on average (201 M level changes; the relative changes
+are mostly 1e-3 to 1e-5, so real ones, not rounding), which costs 6,088 updates of ``R`` on
+the arcs those groups' classes cross, 1,787 entries of scans for faster classes, 594 heap
+pops and 13 pivots per event; the 2,056 fallbacks to a solve from scratch cost 1.5 ms each
+(about 3 s). dlrm-n128-d4 TF+LP (paths up to 59 hops): 485,413 events, 210 level changes,
+25.7 k ``R`` updates and 14.4 k scan entries per event, 280 CPU s with the counters. So the
+cost is the max-min cascade itself, not Python, not a quadratic pass: every exact
+event-by-event engine must change those 200-290 levels per event, and "seconds" would need
+about 30x less work per level change than this engine does.
+
+What was tried on it (same process, the engine of 955ea86 against the new one, alternating,
+load 2.7-2.9): arcs whose ``R`` changed but that have no group, level 0 and room left are no
+longer pushed on the solve's heap (half of all pops on bert-n64-d8 TF+LP), and each arc
+keeps its classes with flows first, so the scans for faster classes skip the idle ones:
+bert-n64-d8 TF+LP 8.53 -> 8.14 CPU s, dlrm-n64-d4 TF+LP 3.67 -> 3.42 CPU s (5-10%).
+At n = 128 (``--instances instances/coopt/dlrm-n128-d4.json,instances/coopt/bert-n128-d8.json
+--method topologyfinder-lp --kernels classes``, load 5.2-6.3): dlrm-n128-d4, the slowest,
+486,798 flows, 485,413 events: level engine 261.8 CPU s (535 s wall), class engine 255.9
+CPU s (755 s wall) in the same run (level / class 1.02), times 2.4e-13 apart: on these long multi-path
+routings the level engine is no faster than the class engine it replaced, and the target
+(seconds) is not met.
 """
+
 
 from __future__ import annotations
 

@@ -35,9 +35,14 @@ take most of it (dlrm-n64-d4, TF+LP: 12 CPU s for its four simulations). n = 128
 2026-12-05, level engine (load 3-4.5): the LP-routed solutions take 44 s to 12 min wall
 each for their four simulations (candle-n128-d4 44-62 s, candle-n128-d8 245-288 s,
 dlrm-n128-d4 730 s for TF+LP; bert-n128-d8 1149-1560 s in an earlier run, engine not
-recorded), so the 24 instances take hours; 4 of them (bert and candle, d = 4 and 8) are in
-``results/simulation.csv`` so far, the others are simulated by the next run (the csv
-resumes).
+recorded), so the 24 instances take hours; 4 of them (bert and candle, d = 4 and 8) were in
+``results/simulation.csv`` after that run. A solution met again among one instance's rows is
+not simulated again (:func:`instance_rows`): the best row always repeats one of the others,
+and at n = 128 TF+LP and TP+LP are often one solution (172 of the csv's 415 rows then
+repeated another row's columns). With that, 2026-12-05 (load 3-6.6, two runs in parallel on
+disjoint instances, their rows merged): dlrm-n128-d4 1032 s wall (TF+LP 689 s, TP+LP 341 s,
+best reused), gpt3-13b-n128-d4 351 s, gpt3-1.3b-n128-d8 188 s, the other coopt n = 128
+instances 0.1-102 s.
 """
 
 from __future__ import annotations
