@@ -73,7 +73,10 @@ At n = 128 (``--instances instances/coopt/dlrm-n128-d4.json,instances/coopt/bert
 486,798 flows, 485,413 events: level engine 261.8 CPU s (535 s wall), class engine 255.9
 CPU s (755 s wall) in the same run (level / class 1.02), times 2.4e-13 apart: on these long multi-path
 routings the level engine is no faster than the class engine it replaced, and the target
-(seconds) is not met.
+(seconds) is not met. bert-n128-d8 in the same run (load 4.2-5.3): 693,254 flows, 693,211
+events, level engine 130.5 CPU s (299 s wall), class engine 220.0 CPU s (512 s wall), 1.69x,
+times 5.3e-14 apart; 128.3 CPU s before this session's two changes (load 1.8), so at n = 128
+they are lost in the noise.
 """
 
 
