@@ -188,7 +188,12 @@ def simulation_table(runs: pd.DataFrame, out: Path, library: Path | None = None,
         inst = Instance.load(path)
         key = (rec["family"], inst.n, inst.degree, float(inst.link_gbps), workload_of(dict(inst.meta)))
         rows.extend(instance_rows(path, rec["family"], heads.get(key), best_time_limit))
-        pd.DataFrame(rows, columns=COLUMNS).to_csv(cache, index=False)  # keep what is done
+        # keep what is done, and the cached rows of instances later in the order: without
+        # them an interrupted run dropped those from the csv (seen on 2026-12-05: a run
+        # started at mixed-n128-* lost resnet50-n128-* and vgg16-n128-*)
+        seen = {(r["family"], r["instance"]) for r in rows}
+        later = old[[(f, i) not in seen for f, i in zip(old["family"], old["instance"])]]
+        pd.concat([pd.DataFrame(rows, columns=COLUMNS), later]).to_csv(cache, index=False)
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df.sort_values(["family", "n", "workload", "degree", "link_gbps",
                            "method"]).reset_index(drop=True)
