@@ -45,7 +45,40 @@ script with ``--instances instances/coopt/ncf-n128-d8.json --kernels levels,clas
 (one process, cache warm, load 2.8-3.2): levels 8.87 and 8.81 CPU s (13.7 and 14.2 s wall),
 classes 29.34 CPU s (47.6 s wall), 3.3x; 85,005 events instead of 85,013, 0 fallbacks to a
 solve from scratch, 222,967 pivots; the simulated times agree to 2.3e-15.
+
+LP routing (``--method topologyfinder-lp``), 2026-12-05. Profile of bert-n128-d8 TF+LP with
+the level engine of 55c9b6a (128.3 CPU s, load 1.8; counters added to a copy of the kernel):
+693,254 flows on 5,629 path classes, and every flow slot has a class of its own (a ring
+edge is split over up to 17 paths of up to 27 hops), so no two flows share a path and a
+start: merging interchangeable flows into weighted ones has nothing to merge (likewise on
+dlrm-n128-d4 TF+LP: 9,250 MP flows on 9,250 distinct (class, bytes) pairs). The flows end at
+693,211 distinct times, so there are as many events and max-min solves. A flow end changes
+the levels of 290 of the 1,024 arcs on average (201 M level changes; the relative changes
+are mostly 1e-3 to 1e-5, so real ones, not rounding), which costs 6,088 updates of ``R`` on
+the arcs those groups' classes cross, 1,787 entries of scans for faster classes, 594 heap
+pops and 13 pivots per event; the 2,056 fallbacks to a solve from scratch cost 1.5 ms each
+(about 3 s). dlrm-n128-d4 TF+LP (paths up to 59 hops): 485,413 events, 210 level changes,
+25.7 k ``R`` updates and 14.4 k scan entries per event, 280 CPU s with the counters. So the
+cost is the max-min cascade itself, not Python, not a quadratic pass: every exact
+event-by-event engine must change those 200-290 levels per event, and "seconds" would need
+about 30x less work per level change than this engine does.
+
+What was tried on it (same process, the engine of 955ea86 against the new one, alternating,
+load 2.7-2.9): arcs whose ``R`` changed but that have no group, level 0 and room left are no
+longer pushed on the solve's heap (half of all pops on bert-n64-d8 TF+LP), and each arc
+keeps its classes with flows first, so the scans for faster classes skip the idle ones:
+bert-n64-d8 TF+LP 8.53 -> 8.14 CPU s, dlrm-n64-d4 TF+LP 3.67 -> 3.42 CPU s (5-10%).
+At n = 128 (``--instances instances/coopt/dlrm-n128-d4.json,instances/coopt/bert-n128-d8.json
+--method topologyfinder-lp --kernels classes``, load 5.2-6.3): dlrm-n128-d4, the slowest,
+486,798 flows, 485,413 events: level engine 261.8 CPU s (535 s wall), class engine 255.9
+CPU s (755 s wall) in the same run (level / class 1.02), times 2.4e-13 apart: on these long multi-path
+routings the level engine is no faster than the class engine it replaced, and the target
+(seconds) is not met. bert-n128-d8 in the same run (load 4.2-5.3): 693,254 flows, 693,211
+events, level engine 130.5 CPU s (299 s wall), class engine 220.0 CPU s (512 s wall), 1.69x,
+times 5.3e-14 apart; 128.3 CPU s before this session's two changes (load 1.8), so at n = 128
+they are lost in the noise.
 """
+
 
 from __future__ import annotations
 
@@ -65,7 +98,8 @@ REPO = Path(__file__).resolve().parents[1]
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--instances", default=None, help="comma-separated instance files")
-    ap.add_argument("--method", default="topologyfinder")
+    ap.add_argument("--method", default="topologyfinder", help="one method, or several "
+                    "comma-separated (e.g. topologyfinder,topologyfinder-lp): one row each")
     ap.add_argument("--simgrid", action="store_true", help="also run SimGrid on each scenario")
     ap.add_argument("--kernels", default="", help="comma-separated engines to time each "
                     f"scenario with ({', '.join(KERNELS)})")
@@ -76,11 +110,11 @@ def main() -> None:
     paths = args.instances.split(",") if args.instances else sorted(
         glob.glob(str(REPO / "instances" / "coopt" / "*-n128-*.json")))
     print(f"# {args.method}; machine: 2 cores, 24 GiB, shared; load = 1-minute load average")
-    print("instance,flows,classes,events,solves,rounds,sim_wall_s,sim_cpu_s,fluid_s,"
+    print("instance,method,flows,classes,events,solves,rounds,sim_wall_s,sim_cpu_s,fluid_s,"
           "simulated_s,ratio,simgrid_wall_s,simgrid_rel_diff,load")
-    for path in paths:
+    for path, method in ((p, m) for p in paths for m in args.method.split(",")):
         inst = Instance.load(path)
-        res = solve_checked(inst, args.method, time_limit=300)
+        res = solve_checked(inst, method, time_limit=300)
         if res.violations or res.routing is None:
             print(f"{inst.name}: no checked solution ({res.status.value})")
             continue
@@ -94,11 +128,13 @@ def main() -> None:
             ref = run_simgrid(out.scenario, timeout=7200)
             sg_wall = f"{ref['wall_s']:.1f}"
             sg_diff = f"{abs(out.simulated_s - ref['time']) / ref['time']:.2g}"
-        print(f"{inst.name},{out.flows},{len(out.scenario.paths)},{out.events},{out.solves},"
+        print(f"{inst.name},{method},{out.flows},{len(out.scenario.paths)},{out.events},{out.solves},"
               f"{out.rounds},{wall:.1f},{cpu:.1f},{out.fluid_s:.6g},{out.simulated_s:.6g},"
               f"{out.ratio:.4f},{sg_wall},{sg_diff},{os.getloadavg()[0]:.1f}", flush=True)
+        first = None
         for kernel in kernels:
-            _time_kernel(out.scenario, kernel, out.simulated_s)
+            cpu_k = _time_kernel(out.scenario, kernel, out.simulated_s, first)
+            first = cpu_k if first is None else first
 
 
 def _warm_up(kernels: list[str]) -> None:
@@ -110,17 +146,20 @@ def _warm_up(kernels: list[str]) -> None:
         simulate_scenario(out.scenario, kernel=kernel)
 
 
-def _time_kernel(scenario, kernel: str, reference_s: float) -> None:
-    """One row: ``kernel``'s wall and CPU seconds on ``scenario`` and its counts, and its
-    simulated time's relative difference from ``reference_s``."""
+def _time_kernel(scenario, kernel: str, reference_s: float, first_cpu: float | None) -> float:
+    """One row: ``kernel``'s wall and CPU seconds on ``scenario`` (and their ratio to the first
+    kernel's CPU seconds ``first_cpu``) and its counts, and its simulated time's relative
+    difference from ``reference_s``; returns the CPU seconds."""
     w0, c0 = time.perf_counter(), time.process_time()
     t, det = simulate_scenario(scenario, kernel=kernel)
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     counts = " ".join(f"{key}={det[key]}" for key in (
         "events", "solves", "rounds", "partial_solves", "fallbacks", "retries") if key in det)
-    print(f"  kernel {kernel}: wall {wall:.2f} s, CPU {cpu:.2f} s, simulated {t!r} s "
+    ratio = "" if first_cpu is None else f" ({cpu / first_cpu:.2f}x the first kernel's)"
+    print(f"  kernel {kernel}: wall {wall:.2f} s, CPU {cpu:.2f} s{ratio}, simulated {t!r} s "
           f"(rel diff {abs(t - reference_s) / reference_s:.2g}), {counts}, "
           f"load {os.getloadavg()[0]:.1f}", flush=True)
+    return cpu
 
 
 if __name__ == "__main__":

@@ -92,3 +92,39 @@ def test_cached_only_needs_simulation_only():
 
     r = CliRunner().invoke(main, ["reproduce", "--cached-only"])
     assert r.exit_code == 2 and "--cached-only" in r.output
+
+
+def test_a_solution_met_again_is_not_simulated_again(monkeypatch):
+    """The best row, and TF+LP = TP+LP where the LP routes the same topology, reuse the
+    simulation of the first row with the same topology and routing."""
+    from topoopt_milp.bench import simulation
+    from topoopt_milp.core.instance import Instance
+    from topoopt_milp.pipeline import solve_checked
+
+    path = REPO / "instances" / "small" / "dlrm-n8-d4-s0.json"
+    tf = solve_checked(Instance.load(path), "topologyfinder")
+    monkeypatch.setattr(simulation, "solve_checked", lambda inst, method, time_limit: tf)
+    calls = []
+    real = simulation.simulate_solution
+    monkeypatch.setattr(simulation, "simulate_solution",
+                        lambda inst, res: calls.append(res) or real(inst, res))
+    rows = instance_rows(path, "coopt", None, 1.0)
+    assert len(rows) == len(simulation.METHODS) and len(calls) == 1
+    assert len({(r["simulated_s"], r["ar_sim_ratio"], r["latency_sim_ratio"]) for r in rows}) == 1
+
+
+def test_a_run_keeps_the_cached_rows_of_instances_it_has_not_reached(tmp_path, monkeypatch):
+    from topoopt_milp.bench import simulation
+
+    _df({"z": {m: (1.0, 1.0) for m in simulation.METHODS}}).to_csv(
+        tmp_path / "simulation.csv", index=False)
+    runs = pd.DataFrame({"family": ["coopt"], "instance_hash": ["ha"], "instance_name": ["a"],
+                         "n": [16], "instance_path": [str(REPO / "instances" / "coopt" /
+                                                          "bert-n16-d4.json")]})
+    monkeypatch.setattr(simulation, "headline_table", lambda runs, families: pd.DataFrame(
+        columns=["family", "n", "degree", "link_gbps", "workload"]))
+    monkeypatch.setattr(simulation, "instance_rows", lambda *a: _df(
+        {"a": {m: (2.0, 2.0) for m in simulation.METHODS}}).to_dict(orient="records"))
+    simulation.simulation_table(runs, tmp_path)
+    kept = pd.read_csv(tmp_path / "simulation.csv")
+    assert sorted(set(kept["instance"])) == ["a", "z"] and len(kept) == 2 * len(simulation.METHODS)

@@ -35,9 +35,14 @@ take most of it (dlrm-n64-d4, TF+LP: 12 CPU s for its four simulations). n = 128
 2026-12-05, level engine (load 3-4.5): the LP-routed solutions take 44 s to 12 min wall
 each for their four simulations (candle-n128-d4 44-62 s, candle-n128-d8 245-288 s,
 dlrm-n128-d4 730 s for TF+LP; bert-n128-d8 1149-1560 s in an earlier run, engine not
-recorded), so the 24 instances take hours; 4 of them (bert and candle, d = 4 and 8) are in
-``results/simulation.csv`` so far, the others are simulated by the next run (the csv
-resumes).
+recorded), so the 24 instances take hours; 4 of them (bert and candle, d = 4 and 8) were in
+``results/simulation.csv`` after that run. A solution met again among one instance's rows is
+not simulated again (:func:`instance_rows`): the best row always repeats one of the others,
+and at n = 128 TF+LP and TP+LP are often one solution (172 of the csv's 415 rows then
+repeated another row's columns). With that, 2026-12-05 (load 3-6.6, two runs in parallel on
+disjoint instances, their rows merged): dlrm-n128-d4 1032 s wall (TF+LP 689 s, TP+LP 341 s,
+best reused), gpt3-13b-n128-d4 351 s, gpt3-1.3b-n128-d8 188 s, the other coopt n = 128
+instances 0.1-102 s.
 """
 
 from __future__ import annotations
@@ -122,13 +127,25 @@ def instance_rows(path: Path, family: str, headline_row: dict | None,
                 "topologyfinder-lp": head.get("tf_lp_s"), "totientperms-lp": head.get("tp_lp_s"),
                 "best": head.get("best_s")}
     rows = []
+    done: dict[tuple, dict] = {}  # simulation columns per distinct solution
     for method in METHODS:
         key = best_method if method == "best" else method
         if key not in solved:
             continue
         res = solved[key]
+        # The best row is always one of the solved solutions, and at n = 128 TF+LP and
+        # TP+LP are often the same solution too: the simulation is a function of the
+        # topology and routing alone, so a solution met before is not simulated again (its
+        # columns are reused, with the seconds this row took, about 0).
+        t0 = time.perf_counter()
+        same = (res.topology.links.tobytes(), res.routing)
+        cols = done.get(same)
+        if cols is None:
+            cols = done[same] = simulate_solution(inst, res)
+        else:
+            cols = {**cols, "sim_wall_s": time.perf_counter() - t0}
         row = {**base, "method": method, "solved_by": key, "headline_s": headline.get(method),
-               "best_headline_s": head.get("best_s"), **simulate_solution(inst, res)}
+               "best_headline_s": head.get("best_s"), **cols}
         rows.append(row)
         log.info("simulation %s %s: fluid %.4g s, simulated %.4g s (ratio %.4f) in %.1f s",
                  inst.name, method, row["fluid_s"], row["simulated_s"], row["sim_ratio"],
@@ -171,7 +188,12 @@ def simulation_table(runs: pd.DataFrame, out: Path, library: Path | None = None,
         inst = Instance.load(path)
         key = (rec["family"], inst.n, inst.degree, float(inst.link_gbps), workload_of(dict(inst.meta)))
         rows.extend(instance_rows(path, rec["family"], heads.get(key), best_time_limit))
-        pd.DataFrame(rows, columns=COLUMNS).to_csv(cache, index=False)  # keep what is done
+        # keep what is done, and the cached rows of instances later in the order: without
+        # them an interrupted run dropped those from the csv (seen on 2026-12-05: a run
+        # started at mixed-n128-* lost resnet50-n128-* and vgg16-n128-*)
+        seen = {(r["family"], r["instance"]) for r in rows}
+        later = old[[(f, i) not in seen for f, i in zip(old["family"], old["instance"])]]
+        pd.concat([pd.DataFrame(rows, columns=COLUMNS), later]).to_csv(cache, index=False)
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df.sort_values(["family", "n", "workload", "degree", "link_gbps",
                            "method"]).reset_index(drop=True)

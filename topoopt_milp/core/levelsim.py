@@ -58,6 +58,49 @@ def _lowest_target(a, bhead, bnext, chead, snext, tgt):
 
 
 @njit(cache=True)
+def _active_index(cptr, carc, aptr, acls):
+    """``cpos[f]``: where class entry ``f`` (class ``c``, arc ``carc[f]``) sits in ``acls``,
+    and its inverse ``qcf`` (the class entry of every position of ``acls``)."""
+    cpos = np.zeros(len(carc), dtype=np.int64)
+    qcf = np.zeros(len(acls), dtype=np.int64)
+    for a in range(len(aptr) - 1):
+        for q in range(aptr[a], aptr[a + 1]):
+            c = acls[q]
+            for f in range(cptr[c], cptr[c + 1]):
+                if carc[f] == a:
+                    cpos[f] = q
+                    qcf[q] = f
+    return cpos, qcf
+
+
+@njit(cache=True, inline="always")
+def _swap_entries(q, p, acls, cpos, qcf):
+    """Swap positions ``q`` and ``p`` of ``acls`` (and their class entries' indexes)."""
+    fq, fp = qcf[q], qcf[p]
+    acls[q], acls[p] = acls[p], acls[q]
+    qcf[q], qcf[p] = fp, fq
+    cpos[fq], cpos[fp] = p, q
+
+
+@njit(cache=True)
+def _activate(c, on, cptr, carc, aptr, acls, aact, cpos, qcf):
+    """Class ``c`` gained its first flow (``on``) or lost its last: move it into or out of
+    the active prefix ``acls[aptr[a]:aptr[a] + aact[a]]`` of every arc ``a`` it crosses, by
+    one swap each. The solver's scans for classes faster than an arc read only that prefix:
+    the others have no flows (no group), and on LP-routed instances they are most of an
+    arc's classes once the MP flows have ended (dlrm-n128-d4 TF+LP: 9,250 of 9,513 classes
+    carry MP traffic only)."""
+    for f in range(cptr[c], cptr[c + 1]):
+        a = carc[f]
+        if on:
+            _swap_entries(cpos[f], aptr[a] + aact[a], acls, cpos, qcf)
+            aact[a] += 1
+        else:
+            aact[a] -= 1
+            _swap_entries(cpos[f], aptr[a] + aact[a], acls, cpos, qcf)
+
+
+@njit(cache=True)
 def _run_levels(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_owner,
                 ring_off, ring_steps, flow_base, trace, issued, ready_out, ended):
     """The event loop (module docstring); arguments and results as :func:`.flowsim._run`
@@ -124,6 +167,9 @@ def _run_levels(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes,
     poplvl = np.zeros(m)
     out = np.zeros(4, dtype=np.int64)
     sid = 0
+    acls = acls.copy()  # each arc's classes with flows first (_activate)
+    aact = np.zeros(m, dtype=np.int64)
+    cpos, qcf = _active_index(cptr, carc, aptr, acls)
     npend = _start_slots(n_mp, R, ring_off, flow_base, slot_cls, delay, rd, fid, pend, left,
                          trace, issued, ready_out)
     nlive = npend
@@ -157,6 +203,8 @@ def _run_levels(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes,
                 nfresh += 1
                 nact += 1
                 w[c] += 1.0
+                if w[c] == 1.0:
+                    _activate(c, True, cptr, carc, aptr, acls, aact, cpos, qcf)
                 if not dflag[c]:
                     dflag[c] = True
                     dirty[ndirty] = c
@@ -182,7 +230,7 @@ def _run_levels(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes,
                     if solves % REFRESH != 0:
                         partial += 1
                         ok = _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev,
-                                          cptr, carc, cmult, aptr, acls, cap, L, D, Ra, mx,
+                                          cptr, carc, cmult, aptr, acls, aact, cap, L, D, Ra, mx,
                                           Sacc, tS, t, sid, pst, hkey, hval, viol, vsrc, vst,
                                           moved, mst, out)
                         if ok:
@@ -291,6 +339,8 @@ def _run_levels(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes,
                             sprev[nxt] = p
                         nact -= 1
                         w[c] -= 1.0
+                        if w[c] == 0.0:
+                            _activate(c, False, cptr, carc, aptr, acls, aact, cpos, qcf)
                         if not dflag[c]:
                             dflag[c] = True
                             dirty[ndirty] = c
