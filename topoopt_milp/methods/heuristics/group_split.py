@@ -5,12 +5,15 @@ Why. group-rings gives every port to the rings and then turns a few ring links i
 links; TopologyFinder gives ``d_AR`` (even) ports to TotientPerms rings and matches the MP
 pairs on the rest. On pipeline-times-data-parallel traffic at ``d = 4`` neither fits: the
 groups (one per pipeline stage) need most ports for their rings, and every node also has one
-or two heavy MP partners in the neighbouring stages. Measured on ``gpt3-13b``, ``d = 4``
-(16-member groups, MP between consecutive stages), as the start of ``alloc-search --rings
-tours``, which routes it with its own orders and tours under a free split: 0.3436 / 0.4028 /
-0.4218 s at n = 32 / 64 / 128, against 0.3574 / 0.4157 / 0.4449 s for the best solutions
-known before (TotientPerms or TopologyFinder with LP routing, alloc-search). With its own
-shares the ``-lp`` variant gives 0.4469 s at n = 128: the free split is worth 5.6%.
+or two heavy MP partners in the neighbouring stages. Measured as the start of
+``alloc-search --rings tours``, which routes it with its own orders and tours under a free
+split (``certify --time-limit 600``, ``results/certify-d4-group-split-*.md``): on ``gpt3-13b``,
+``d = 4`` (16-member groups, MP between consecutive stages) 0.3436 / 0.4028 / 0.4218 s at
+n = 32 / 64 / 128, against 0.3574 / 0.4157 / 0.4449 s for the best solutions known before
+(TotientPerms or TopologyFinder with LP routing, alloc-search); on
+``mixed-n128-d4-g4-mp05`` (coset groups, 5% dense MP) 0.0739 s against 0.0769 s. With its
+own shares the ``-lp`` variant gives 0.4469 s on gpt3-13b at n = 128: the free split is worth
+5.6% there.
 
 Construction.
 
