@@ -78,16 +78,30 @@ def mp_share(instance: Instance) -> float:
     return mp / (mp + ring) if mp + ring > 0 else 0.0
 
 
+def primary_sets(instance: Instance) -> np.ndarray:
+    """Per node the index of its heaviest member set (:func:`.totient.merged_groups`' order,
+    by ring-edge volume, ties to the lower index; -1 for a node in no group with traffic)."""
+    _, weight, _ = merged_groups(instance)
+    primary = np.full(instance.n, -1)
+    best = np.zeros(instance.n)
+    for i, (key, w) in enumerate(weight.items()):
+        idx = np.asarray(key)
+        take = w > best[idx]
+        primary[idx[take]] = i
+        best[idx[take]] = w
+    return primary
+
+
 def _rings(instance: Instance, L: np.ndarray
-           ) -> tuple[list[Ring], list[tuple[int, ...]], list[float], list[list[Link]]]:
-    """Step 1 (in place on ``L``): the rings, the merged member sets with their ring volume,
-    and per set the links of its last jump in ring order (the ones a swap may move)."""
+           ) -> tuple[list[Ring], list[tuple[int, ...]], list[list[Link]]]:
+    """Step 1 (in place on ``L``): the rings, the merged member sets, and per set the links
+    of its last jump in ring order (the ones a swap may move)."""
     merged, weight, rings = merged_groups(instance)
     keys = list(merged)
     movable: list[list[Link]] = []
     if not keys:  # no AllReduce traffic: TotientPerms' circulant, as TotientPerms does
         L += Topology.circulant(instance.n, totient_jumps(instance.n, instance.degree)).links
-        return rings, keys, [], movable
+        return rings, keys, movable
     alloc = _apportion(instance.n, merged, weight, instance.degree, False)
     for key in keys:
         k = len(key)
@@ -100,20 +114,14 @@ def _rings(instance: Instance, L: np.ndarray
         count = k // 2 if 2 * last == k else k
         movable.append([(key[i], key[(i + last) % k]) for i in range(count)] if last else [])
     rings.sort(key=lambda r: r.group)
-    return rings, keys, [weight[key] for key in keys], movable
+    return rings, keys, movable
 
 
-def _swap_plan(instance: Instance, keys: list[tuple[int, ...]], weights: list[float],
-               q: int) -> list[tuple[int, int]]:
+def _swap_plan(instance: Instance, keys: list[tuple[int, ...]], q: int
+               ) -> list[tuple[int, int]]:
     """Step 2's group pairs, one per swap: ``q`` shared by the MP between primary groups (a
-    node's heaviest set), interleaved."""
-    primary = np.full(instance.n, -1)
-    best = np.zeros(instance.n)
-    for gi, (key, w) in enumerate(zip(keys, weights)):
-        idx = np.asarray(key)
-        take = w > best[idx]
-        primary[idx[take]] = gi
-        best[idx[take]] = w
+    node's heaviest set, :func:`primary_sets`), interleaved."""
+    primary = primary_sets(instance)
     G = len(keys)
     W = np.zeros((G, G))
     for s, t, b in instance.mp:
@@ -157,11 +165,11 @@ def group_ring_links(instance: Instance, cross_scale: float = 1.0
     """The construction of the module docstring: ``(L, rings, swaps made)``."""
     n, d = instance.n, instance.degree
     L = np.zeros((n, n), dtype=np.int64)
-    rings, keys, weights, movable = _rings(instance, L)
+    rings, keys, movable = _rings(instance, L)
     if instance.regular:
         fill_free_ports(L, d)
     q = int(round(cross_scale * mp_share(instance) * n * d / 4))
-    plan = _swap_plan(instance, keys, weights, q)
+    plan = _swap_plan(instance, keys, q)
     need = np.zeros(len(keys), dtype=int)
     for a, b in plan:
         need[a] += 1

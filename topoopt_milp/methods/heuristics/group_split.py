@@ -70,7 +70,7 @@ from ...core.routing import route
 from ...core.spec import MethodSpec
 from ...core.topology import Ring, Topology
 from ...core.tours import canonical, tour, tour_hops
-from .group_rings import mp_share
+from .group_rings import mp_share, primary_sets
 from .support import (
     RoutingParams,
     connect_components,
@@ -106,24 +106,6 @@ def ring_ports(instance: Instance, ports: int = 0) -> int:
     return d - min(d - 2, max(1, round(d * mp_share(instance))))
 
 
-def primary_sets(instance: Instance) -> np.ndarray:
-    """Per node the index of its heaviest AllReduce member set (by summed ring-edge volume,
-    ties to the lowest index; -1 for a node in no group with traffic)."""
-    weight: dict[Key, float] = {}
-    for g in instance.allreduce:
-        if g.edge_bytes > 0:
-            key = tuple(sorted(g.members))
-            weight[key] = weight.get(key, 0.0) + g.edge_bytes
-    primary = np.full(instance.n, -1)
-    best = np.zeros(instance.n)
-    for i, (key, w) in enumerate(weight.items()):
-        idx = np.asarray(key)
-        take = w > best[idx]
-        primary[idx[take]] = i
-        best[idx[take]] = w
-    return primary
-
-
 def mp_links(instance: Instance, L: np.ndarray, primary: np.ndarray) -> int:
     """Step 2 in place on ``L`` (up to ``d`` ports per node): the MP links; returns how many."""
     d = instance.degree
@@ -138,7 +120,7 @@ def mp_links(instance: Instance, L: np.ndarray, primary: np.ndarray) -> int:
     heapq.heapify(heap)
     links = 0
     while heap:
-        neg, u, v, seen = heapq.heappop(heap)
+        _, u, v, seen = heapq.heappop(heap)
         if free[u] <= 0 or free[v] <= 0 or L[u, v]:
             continue
         pair = (min(primary[u], primary[v]), max(primary[u], primary[v]))
