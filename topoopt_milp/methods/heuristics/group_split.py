@@ -186,8 +186,7 @@ def topology_tours(members: Key, dist: np.ndarray, tours: int, rng: np.random.Ge
 
 
 def ring_shares(instance: Instance, L: np.ndarray, orders: dict[Key, list[tuple[int, ...]]],
-                weight: dict[Key, float], seed: int, mp: np.ndarray | None = None
-                ) -> dict[Key, np.ndarray]:
+                weight: dict[Key, float], seed: int) -> dict[Key, np.ndarray]:
     """Step 3's split: per member set a share of every candidate order (both directions of
     each cycle are candidates) minimising the busiest arc's load when every ring edge and
     MP demand takes one shortest path (the built topology's own routing)::
@@ -197,16 +196,15 @@ def ring_shares(instance: Instance, L: np.ndarray, orders: dict[Key, list[tuple[
 
     with ``w_S`` the member set's ring-edge volume and ``h_c(a)`` how often order ``c``'s
     paths cross arc ``a``. A small LP; the route LP of the ``-lp`` variant then routes
-    every byte optimally for these shares. ``mp``: the MP arc loads (``n x n`` bytes) to
-    use instead of one shortest path per demand."""
+    every byte optimally for these shares. Tried and not kept: a second round against the
+    route LP's MP loads (gpt3-13b-n128-d4: 0.4469 s both times); alloc-search's free split
+    over the same orders is what pays (0.4218 s, module docstring)."""
     n = instance.n
     if not orders:
         return {}
     _, pred = shortest_path(csr_matrix((L > 0).astype(float)), unweighted=True,
                             return_predecessors=True)
-    if mp is None:
-        mp = arc_loads(n, route(instance, Topology(L), [], "shortest", seed))
-    mp = mp.ravel()
+    mp = arc_loads(n, route(instance, Topology(L), [], "shortest", seed)).ravel()
     arcs = np.flatnonzero(L.ravel() > 0)
     row = np.full(n * n, -1)
     row[arcs] = np.arange(len(arcs))
@@ -215,8 +213,10 @@ def ring_shares(instance: Instance, L: np.ndarray, orders: dict[Key, list[tuple[
         for o in cyc:
             h = np.zeros(len(arcs))
             for u, v in zip(o, o[1:] + o[:1]):
-                while v != u:  # the path u -> v backwards
+                while v != u:  # the path u -> v backwards (none: unroutable, left to routing)
                     p = pred[u, v]
+                    if p < 0:
+                        break
                     h[row[p * n + v]] += 1
                     v = p
             cols.append(weight[key] * h)
@@ -245,29 +245,9 @@ def _undirected(order: tuple[int, ...]) -> tuple[int, ...]:
     return min(canonical(order), canonical((order[0], *reversed(order[1:]))))
 
 
-@dataclass(frozen=True)
-class Split:
-    """The member sets (with their group indices and ring volume), the rings of the groups
-    without traffic, and every set's candidate orders: what a new ring split needs."""
-
-    merged: dict[Key, list[int]]
-    weight: dict[Key, float]
-    idle: list[Ring]
-    orders: dict[Key, list[tuple[int, ...]]]
-
-    def rings(self, shares: dict[Key, np.ndarray]) -> list[Ring]:
-        """The rings of ``shares`` (per set, one share per candidate order)."""
-        out = list(self.idle)
-        for key, gids in self.merged.items():
-            out.extend(Ring(gi, o, float(x)) for gi in gids
-                       for o, x in zip(self.orders[key], shares[key]) if x > 1e-9)
-        return sorted(out, key=lambda r: r.group)
-
-
 def group_split_links(instance: Instance, ports: int = 0, tours: int = 12, seed: int = 0
-                      ) -> tuple[np.ndarray, list[Ring], int, int, Split]:
-    """The construction of the module docstring: ``(L, rings, ring ports, MP links, the
-    split's data)``."""
+                      ) -> tuple[np.ndarray, list[Ring], int, int]:
+    """The construction of the module docstring: ``(L, rings, ring ports, MP links)``."""
     n, d = instance.n, instance.degree
     a = ring_ports(instance, ports)
     L = np.zeros((n, n), dtype=np.int64)
@@ -291,15 +271,18 @@ def group_split_links(instance: Instance, ports: int = 0, tours: int = 12, seed:
     for key in merged:
         cyc = sorted(set(cycles[key]) | set(topology_tours(key, dist, tours, rng)))
         orders[key] = [o for c in cyc for o in (c, (c[0], *reversed(c[1:])))]
-    split = Split(merged, weight, idle, orders)
-    return L, split.rings(ring_shares(instance, L, orders, weight, seed)), a, made, split
+    shares = ring_shares(instance, L, orders, weight, seed)
+    rings = list(idle)
+    for key, gids in merged.items():
+        rings.extend(Ring(gi, o, float(x)) for gi in gids
+                     for o, x in zip(orders[key], shares[key]) if x > 1e-9)
+    return L, sorted(rings, key=lambda r: r.group), a, made
 
 
 def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     started = time.perf_counter()
     p = options.method
-    L, rings, a, made, split = group_split_links(instance, p.ring_ports, p.ring_tours,
-                                                 options.seed)
+    L, rings, a, made = group_split_links(instance, p.ring_ports, p.ring_tours, options.seed)
     topo = Topology(L)
     routed = route_with(instance, topo, rings, options, "shortest")
     return heuristic_result("group-split", instance, topo, routed, options, started,
