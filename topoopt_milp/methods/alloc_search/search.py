@@ -60,7 +60,12 @@ Scope. With ``rings = choose`` every solution's rings are TotientPerms orders wi
 split and its links satisfy the port budget and the cap: the search stays inside
 alloc-milp's space, so alloc-milp's and alloc-benders' bounds cover its result
 (``info["ring_space"]`` records the check of :func:`..formulations.ring_lp.in_ring_space`).
-With ``rings = tours`` the starts are routed in alloc-milp's space as above, and
+One exception: a start's own solution counts among the candidates, and group-split's own
+rings are cycles of its link patterns, not TotientPerms orders; when it is the best, the
+result lies outside that space, ``info["ring_space"]`` says so, and the result's scope
+features (its rings) keep every gap honest.
+With ``rings = tours`` the starts are routed in alloc-milp's space as above (a start whose
+own rings lie outside it also with its own orders and tours, step ``start:NAME:own-rings``), and
 every later re-routing (the best start's own topology first, step ``tours``) offers the
 route LP, besides the TotientPerms orders, tours of each group along the candidate
 topology's links (:mod:`.tours`): the ring orders are then free (the instance's own problem,
