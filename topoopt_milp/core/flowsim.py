@@ -107,6 +107,35 @@ def _start_slots(n_mp, R, ring_off, flow_base, slot_cls, delay, rd, fid, pend, l
 
 
 @njit(cache=True)
+def _next_steps(R, ring_hit, left, step, ring_steps, ring_off, flow_base, slot_cls, delay, t,
+                rd, fid, pend, npend, trace, issued, ready_out, ring_end
+                ):  # pragma: no cover - compiled
+    """After an event at ``t`` that ended flows: every ring whose step just finished
+    (``ring_hit``, no live slot left) issues its next step (new flow ids, latency phase
+    ending at ``t + delay``, pending) or, after its last step, ends at ``t``. Returns the
+    pending count and the number of new live slots. Shared by both event loops."""
+    added = 0
+    for r in range(R):
+        if ring_hit[r] and left[r] == 0:
+            step[r] += 1
+            if step[r] < ring_steps[r]:
+                width = ring_off[r + 1] - ring_off[r]
+                for s in range(ring_off[r], ring_off[r + 1]):
+                    rd[s] = t + delay[slot_cls[s]]
+                    fid[s] = flow_base[r] + step[r] * width + s - ring_off[r]
+                    pend[npend] = s
+                    npend += 1
+                    if trace:
+                        issued[fid[s]] = t
+                        ready_out[fid[s]] = rd[s]
+                left[r] = width
+                added += width
+            else:
+                ring_end[r] = t
+    return npend, added
+
+
+@njit(cache=True)
 def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_owner,
          ring_off, ring_steps, flow_base, trace, issued, ready_out, ended):
     """The event loop (module docstring). ``slot_*``: class, bytes and owner (-1 MP, else the
@@ -170,7 +199,6 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
     nout = np.zeros(1, dtype=np.int64)
     ring_hit = np.zeros(R, dtype=np.bool_)
     tfin = np.zeros(S)
-    rem_b[:] = slot_bytes
     npend = _start_slots(n_mp, R, ring_off, flow_base, slot_cls, delay, rd, fid, pend, left,
                          trace, issued, ready_out)
     nlive = npend
@@ -189,6 +217,7 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
                 pend[i] = pend[npend]
                 act[nact] = s
                 nact += 1
+                rem_b[s] = slot_bytes[s]  # its bytes: read only while sending
                 ndirty = _touch(slot_cls[s], 1.0, counts, dirty, ndirty, dflag)
             else:
                 i += 1
@@ -270,22 +299,8 @@ def _run(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes, slot_o
                 i += 1
         t = t_new
         if any_gone:
-            for r in range(R):
-                if ring_hit[r] and left[r] == 0:
-                    step[r] += 1
-                    if step[r] < ring_steps[r]:
-                        width = ring_off[r + 1] - ring_off[r]
-                        for s in range(ring_off[r], ring_off[r + 1]):
-                            rem_b[s] = slot_bytes[s]
-                            rd[s] = t + delay[slot_cls[s]]
-                            fid[s] = flow_base[r] + step[r] * width + s - ring_off[r]
-                            pend[npend] = s
-                            npend += 1
-                            if trace:
-                                issued[fid[s]] = t
-                                ready_out[fid[s]] = rd[s]
-                        left[r] = width
-                        nlive += width
-                    else:
-                        ring_end[r] = t
+            npend, added = _next_steps(R, ring_hit, left, step, ring_steps, ring_off, flow_base,
+                                       slot_cls, delay, t, rd, fid, pend, npend, trace, issued,
+                                       ready_out, ring_end)
+            nlive += added
     return t, ring_end, mp_end, events, solves, rounds, partial, fallbacks, retries

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .flowsim import _start_slots
+from .flowsim import _next_steps, _start_slots
 from .jit import njit
 from .levels_kernel import _level_solve, _rebuild
 
@@ -359,21 +359,8 @@ def _run_levels(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes,
                 c = bnext[c]
         t = t_new
         if any_gone:
-            for r in range(R):
-                if ring_hit[r] and left[r] == 0:
-                    step[r] += 1
-                    if step[r] < ring_steps[r]:
-                        width = ring_off[r + 1] - ring_off[r]
-                        for s in range(ring_off[r], ring_off[r + 1]):
-                            rd[s] = t + delay[slot_cls[s]]
-                            fid[s] = flow_base[r] + step[r] * width + s - ring_off[r]
-                            pend[npend] = s
-                            npend += 1
-                            if trace:
-                                issued[fid[s]] = t
-                                ready_out[fid[s]] = rd[s]
-                        left[r] = width
-                        nlive += width
-                    else:
-                        ring_end[r] = t
+            npend, added = _next_steps(R, ring_hit, left, step, ring_steps, ring_off, flow_base,
+                                       slot_cls, delay, t, rd, fid, pend, npend, trace, issued,
+                                       ready_out, ring_end)
+            nlive += added
     return t, ring_end, mp_end, events, solves, rounds, partial, fallbacks, pivots
