@@ -103,3 +103,49 @@ def test_without_allreduce_every_port_goes_to_mp_links(d):
     assert not rings and a == d and made > 0
     assert (L.sum(axis=1) == d).all() and components(L).max() == 0
     checked(inst, registry.solve(inst, "group-split"))
+
+
+@pytest.mark.parametrize("k", [5, 8, 16, 31])
+@pytest.mark.parametrize("ports", [2, 3, 4])
+def test_random_pattern_is_regular_and_made_of_its_cycles(k, ports):
+    drawn = gs.random_pattern(k, ports, np.random.default_rng(k + ports))
+    if ports % 2 and k % 2:  # no perfect matching on an odd set: one port is left over
+        ports -= 1
+    assert drawn is not None
+    P, cycles = drawn
+    assert (P == P.T).all() and (np.diag(P) == 0).all() and P.max() == 1
+    assert (P.sum(axis=1) == ports).all()
+    assert len(cycles) == ports // 2
+    for o in cycles:
+        assert sorted(o) == list(range(k))
+        assert all(P[a, b] for a, b in zip(o, o[1:] + o[:1]))
+    assert set(gs.pattern_cycles(P, 0, np.random.default_rng(0), cycles)) >= {
+        gs._undirected(o) for o in cycles}
+
+
+def test_random_pattern_gives_up_on_sets_too_small_for_disjoint_cycles():
+    assert gs.random_pattern(4, 4, np.random.default_rng(0)) is None  # K4: 6 edges < 8
+    assert gs.random_pattern(2, 2, np.random.default_rng(0)) is None
+
+
+def test_one_group_of_all_nodes_random_pattern_is_an_expander_of_rings():
+    # one AllReduce over every node plus light all-to-all (ncf's shape): the random pattern's
+    # cycles are one-hop rings and the graph's average distance is far below the circulant's
+    n = 64
+    inst = make_instance(n, 4, 100.0, allreduce=[(range(n), 1e9)],
+                         mp=[(i, j, 2e5) for i in range(n) for j in range(n) if i != j])
+    dist = {}
+    for kind in ("jumps", "random"):
+        L, rings, a, made = gs.group_split_links(inst, kind=kind)
+        assert a == 4 and made == 0 and (L.sum(axis=1) == 4).all()
+        one_hop = [r.share for r in rings if np.all(L[r.order, np.roll(r.order, -1)] > 0)]
+        assert sum(one_hop) > 0.99
+        dist[kind] = gs.shortest_path(gs.csr_matrix(L), unweighted=True).mean()
+    assert dist["random"] < 0.8 * dist["jumps"]
+    best = gs.group_split_links(inst, kind="best")[0]
+    assert (best == gs.group_split_links(inst, kind="random")[0]).all()
+
+
+def test_unknown_pattern_is_refused():
+    with pytest.raises(ValueError, match="pattern"):
+        gs.group_split_links(pipeline(4, 4, 4), kind="spiral")
