@@ -33,13 +33,16 @@ Construction.
 
    The *random* pattern (``--pattern random``, :func:`random_pattern`) lays edge-disjoint
    random Hamiltonian cycles instead (and a random perfect matching for an odd share),
-   drawn once per set size, so the alignment is kept. Its rings are as one-hop as the
-   jumps', but the graph they make is an expander: traffic that leaves the rings (MP, or a
-   ring over several sets) travels about ``log_{d-1} k`` hops, not ``~k / (2 d)``. On
+   drawn once per set size, so the alignment is kept, and shortens their distances by
+   moves that keep them Hamiltonian (:mod:`.cycle_descent`). Its rings are as one-hop as
+   the jumps', but the graph they make is an expander: traffic that leaves the rings (MP,
+   or a ring over several sets) travels about ``log_{d-1} k`` hops, not ``~k / (2 d)``. On
    ``ncf-n128-d4`` (one ring over all 128 nodes and all-to-all MP) the route LP gives
-   0.02521 s against 0.02697 s for the jumps (average distance 3.8 against 5.6 hops); on
-   dlrm-n64/n128-d4 0.0206 / 0.0302 s against 0.0278 / 0.0338 s; on bert and candle
-   (n = 128, d = 4) it is worse (0.0183 against 0.0155 s, 1.44 against 1.02 s).
+   0.02489 s against 0.02697 s for the jumps (average distance 3.5 against 5.6 hops;
+   0.02521 s before the descent), on ``ncf-n64-d4`` 0.02406 against 0.02520 s; on
+   dlrm-n128-d4 0.0301 against 0.0338 s (dlrm-n64-d4: 0.0198-0.0265 s over four seeds);
+   on bert and candle (n = 128, d = 4) it is worse (0.0183 against 0.0155 s, 1.44 against
+   1.02 s).
    ``--pattern best`` (the default) builds both and keeps the one with the lower
    busiest-arc estimate of step 3's split LP, which picked the better of the two on each of
    those instances.
@@ -84,6 +87,7 @@ from ...core.routing import route
 from ...core.spec import MethodSpec
 from ...core.topology import Ring, Topology
 from ...core.tours import canonical, tour, tour_hops
+from .cycle_descent import shorten
 from .group_rings import mp_share, primary_sets
 from .support import (
     RoutingParams,
@@ -179,12 +183,14 @@ def random_pattern(k: int, ports: int, rng: np.random.Generator
                    ) -> tuple[np.ndarray, list[tuple[int, ...]]] | None:
     """Step 1's random pattern on positions ``0..k-1``: ``ports // 2`` edge-disjoint random
     Hamiltonian cycles and, for an odd share of an even set, a random perfect matching
-    disjoint from them; with the cycles. ``None`` when ``DRAWS`` draws give no disjoint cycle
-    or matching (small sets: two disjoint cycles need ``k >= 5``)."""
-    P = np.zeros((k, k), dtype=np.int64)
-    cycles: list[tuple[int, ...]] = []
+    disjoint from them, with distances shortened by :func:`.cycle_descent.shorten`; with the
+    cycles. ``None`` when ``DRAWS`` draws give no disjoint cycle or matching (small sets: two
+    disjoint cycles need ``k >= 5``)."""
     if k < 3 or ports <= 0:
         return None
+    P = np.zeros((k, k), dtype=np.int64)
+    cycles: list[tuple[int, ...]] = []
+    matching = None
     for _ in range(ports // 2):
         for _draw in range(DRAWS):
             o = rng.permutation(k)
@@ -193,8 +199,7 @@ def random_pattern(k: int, ports: int, rng: np.random.Generator
                 break
         else:
             return None
-        P[o, nxt] += 1
-        P[nxt, o] += 1
+        P[o, nxt] = P[nxt, o] = 1
         cycles.append(tuple(int(x) for x in o))
     if ports % 2 == 1 and k % 2 == 0:
         for _draw in range(DRAWS):
@@ -203,8 +208,14 @@ def random_pattern(k: int, ports: int, rng: np.random.Generator
                 break
         else:
             return None
-        P[o[0::2], o[1::2]] += 1
-        P[o[1::2], o[0::2]] += 1
+        matching = o.reshape(-1, 2)
+    cycles, matching = shorten(k, cycles, matching, int(rng.integers(2**31)))
+    P[:] = 0
+    for o in cycles:
+        a = np.asarray(o)
+        P[a, np.roll(a, -1)] = P[np.roll(a, -1), a] = 1
+    if matching is not None:
+        P[matching[:, 0], matching[:, 1]] = P[matching[:, 1], matching[:, 0]] = 1
     return P, cycles
 
 

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.errors import InputError
+from ...core.hop_volume import neighbour_lists, work_arrays
 from ...core.instance import Instance
 from ...core.params import Params, SolveOptions, knob
 from ...core.result import SolveResult, Status
@@ -100,23 +101,13 @@ class State:
 
     def __init__(self, L: np.ndarray):
         L = np.asarray(L, dtype=np.int64)
-        n = L.shape[0]
         self.M = L.copy()
-        self.deg = L.sum(axis=1).astype(np.int64)
-        self.nbr = np.zeros((n, max(1, int(self.deg.max(initial=0)))), dtype=np.int64)
-        fill = np.zeros(n, dtype=np.int64)
-        edges = []
-        for i, j in zip(*np.nonzero(np.triu(L))):
-            for _ in range(int(L[i, j])):
-                self.nbr[i, fill[i]] = j
-                self.nbr[j, fill[j]] = i
-                fill[i] += 1
-                fill[j] += 1
-                edges.append((i, j))
-        self.edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-        W = (n + 63) // 64
-        self.R = np.zeros((n, W), dtype=np.uint64)
-        self.Rn = np.zeros((n, W), dtype=np.uint64)
+        self.nbr, self.deg = neighbour_lists(L)
+        iu, ju = np.nonzero(np.triu(L))
+        reps = L[iu, ju]
+        self.edges = np.column_stack([np.repeat(iu, reps), np.repeat(ju, reps)]).astype(
+            np.int64).reshape(-1, 2)
+        self.R, self.Rn = work_arrays(L.shape[0])
 
     @staticmethod
     def links(n: int, edges: np.ndarray) -> np.ndarray:
