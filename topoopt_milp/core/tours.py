@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .jit import njit
+
 Order = tuple[int, ...]
 
 
@@ -40,33 +42,45 @@ def two_opt(members: Sequence[int], cost: np.ndarray, rng: np.random.Generator,
     k = len(m)
     if k <= 3:
         return tuple(int(v) for v in m)
-    C = cost[np.ix_(m, m)]
-    start = int(rng.integers(k))
-    seq, free = [start], np.ones(k, dtype=bool)
+    C = np.ascontiguousarray(cost[np.ix_(m, m)], dtype=np.float64)
+    s = _nearest_then_two_opt(C, int(rng.integers(k)), max_passes)
+    return tuple(int(m[v]) for v in s)
+
+
+@njit(cache=True)
+def _nearest_then_two_opt(C, start, max_passes):  # pragma: no cover - compiled
+    """:func:`two_opt`'s positions: nearest neighbour from ``start``, then passes of 2-opt
+    (for each ``i`` the best exchange of ``(s_i, s_i+1)`` with a later edge, if it gains)."""
+    k = C.shape[0]
+    s = np.empty(k, dtype=np.int64)
+    free = np.ones(k, dtype=np.bool_)
+    s[0] = start
     free[start] = False
-    for _ in range(k - 1):
-        row = np.where(free, C[seq[-1]], np.inf)
-        nxt = int(np.argmin(row))
-        seq.append(nxt)
+    for t in range(1, k):
+        last, nxt, low = s[t - 1], -1, np.inf
+        for v in range(k):
+            if free[v] and (nxt < 0 or C[last, v] < low):
+                nxt, low = v, C[last, v]
+        s[t] = nxt
         free[nxt] = False
-    s = np.asarray(seq)
     for _ in range(max_passes):
         improved = False
         for i in range(k - 2):
             a, b = s[i], s[i + 1]
-            c = s[i + 2:]  # candidates for the second removed edge (c_j, c_j+1)
-            d = np.append(s[i + 3:], s[0])[: len(c)]
-            delta = C[a, c] + C[b, d] - C[a, b] - C[c, d]
-            if i == 0:
-                delta[-1] = 0.0  # the edge (s[k-1], s[0]) shares s[0] with (a, b)
-            j = int(np.argmin(delta))
-            if delta[j] < -1e-12:
-                j += i + 2
-                s[i + 1: j + 1] = s[i + 1: j + 1][::-1].copy()
+            j_best, low = -1, np.inf
+            for j in range(i + 2, k):  # the second removed edge (s_j, s_j+1)
+                c, d = s[j], s[(j + 1) % k]
+                delta = C[a, c] + C[b, d] - C[a, b] - C[c, d]
+                if i == 0 and j == k - 1:
+                    delta = 0.0  # the edge (s[k-1], s[0]) shares s[0] with (a, b)
+                if delta < low:
+                    j_best, low = j, delta
+            if low < -1e-12:
+                s[i + 1: j_best + 1] = s[i + 1: j_best + 1][::-1].copy()
                 improved = True
         if not improved:
             break
-    return tuple(int(m[v]) for v in s)
+    return s
 
 
 def tour_hops(dist: np.ndarray, order: Order) -> float:
