@@ -313,7 +313,7 @@ def _undirected(order: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def group_split_links(instance: Instance, ports: int = 0, tours: int = 12, seed: int = 0,
-                      kind: str = "jumps") -> tuple[np.ndarray, list[Ring], int, int]:
+                      kind: str = "best") -> tuple[np.ndarray, list[Ring], int, int]:
     """The construction of the module docstring with ring patterns of ``kind`` (``jumps``,
     ``random`` or ``best``: the one with the lower busiest-arc estimate of
     :func:`ring_shares`): ``(L, rings, ring ports, MP links)``."""
