@@ -1,5 +1,6 @@
 """numba's ``njit``, or a pass-through when numba is missing (one place for the compiled
-kernels of :mod:`.maxmin_kernel`, :mod:`.bfs` and ``methods/hop_anneal/kernel.py``).
+kernels of :mod:`.maxmin_kernel`, :mod:`.bfs`, :mod:`.hop_volume`, :mod:`.tours`, the
+simulators, ``methods/hop_anneal/kernel.py`` and ``methods/heuristics/cycle_descent.py``).
 
 numba is a dependency (pyproject.toml); the fallback only keeps the modules importable, and
 ``HAVE_NUMBA`` lets a caller pick its pure-numpy path instead."""
