@@ -48,6 +48,10 @@ Construction.
    ``-lp`` variant). Ranking them by step 3's shortest-path estimate instead picked the
    random pattern on bert-n128-d4, 0.0177 s under the route LP against 0.0155 s for the
    jumps. alloc-search runs both patterns as separate starts, so its LP decides.
+   Over the 30 d = 4 coopt and mixed instances at n = 64 and 128
+   (``benchmarks/bench_group_split.py``, ``results/bench-group-split.md``) the random pattern
+   is better on 10 (ncf, dlrm, most mixed; 0.86-0.99x the jumps) and worse on the pipeline
+   workloads (bert, gpt3, candle: 1.01-1.16x).
 2. **MP links on the other ports**: greedily the pair ``(u, v)`` with free ports on both ends,
    not yet linked, maximising ``W_uv / (1 + c_gh)^2``; ``W_uv`` the MP bytes between them in
    both directions, ``c_gh`` the links made so far between their primary member sets (a
