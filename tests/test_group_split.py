@@ -154,3 +154,26 @@ def test_the_construction_takes_one_pattern(kind):
     # best is the method's choice between two constructions, not a construction
     with pytest.raises(ValueError, match="pattern"):
         gs.group_split_links(pipeline(4, 4, 4), kind=kind)
+
+
+def test_load_rule_gives_lighter_groups_fewer_ring_ports():
+    # four disjoint groups, ring bytes 1 : 2 : 3 : 4 GB, little MP: ports ~ d w_S / E
+    n, d = 32, 4
+    inst = make_instance(n, d, 100.0, mp=[(i, i + 1, 1e7) for i in range(n - 1)],
+                         allreduce=[(range(s, n, 4), 1e9 * (s + 1)) for s in range(4)])
+    merged, weight, _ = gs.merged_groups(inst)
+    ports = gs.load_ports(inst, merged, weight, gs.ring_ports(inst))
+    by_group = [ports[tuple(range(s, n, 4))] for s in range(4)]
+    assert by_group == sorted(by_group) and by_group[0] < by_group[-1]
+    assert min(by_group) >= 1 and max(by_group) <= gs.ring_ports(inst)
+    L, rings, a, made = gs.group_split_links(inst, rule="load")
+    assert (L.sum(axis=1) == d).all() and components(L).max() == 0
+    checked(inst, registry.solve(inst, "group-split-lp", port_rule="load"))
+
+
+def test_load_rule_leaves_overlapping_sets_to_the_uniform_rule():
+    inst = make_instance(16, 4, 100.0, mp=[], allreduce=[(range(16), 1e9), (range(8), 1e9)])
+    merged, weight, _ = gs.merged_groups(inst)
+    assert gs.load_ports(inst, merged, weight, 4) is None
+    uniform = gs.group_split_links(inst)[0]
+    assert (gs.group_split_links(inst, rule="load")[0] == uniform).all()

@@ -69,8 +69,10 @@ FIRST = ("totientperms-lp", "totientperms", "topologyfinder", "group-rings")
 
 # starts run once per knob set: group-split's own choice between its ring patterns ranks
 # them under its shortest-path routing, which on bert-n128-d4 keeps the random pattern
-# (0.0177 s re-routed) over the jumps (0.0155 s); as two starts, the search's LP decides
-VARIANTS = {"group-split": (("jumps", {"pattern": "jumps"}), ("random", {"pattern": "random"}))}
+# (0.0177 s re-routed) over the jumps (0.0155 s); as separate starts, the search's LP
+# decides (a variant that builds a topology met before is dropped)
+VARIANTS = {"group-split": (("jumps", {"pattern": "jumps"}), ("random", {"pattern": "random"}),
+                            ("load", {"pattern": "jumps", "port_rule": "load"}))}
 
 
 @dataclass(frozen=True)
