@@ -409,8 +409,10 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
                                               options.seed, kind, p.port_rule)
         topo = Topology(L)
         routed = route_with(instance, topo, rings, options, "shortest")
+        ports = f"at most {a}" if p.port_rule == "load" else f"{a}"
         res = heuristic_result("group-split", instance, topo, routed, options, started,
-                               f"{kind} pattern, {a} ring port(s) per node, {made} MP link(s)")
+                               f"{kind} pattern, {ports} ring port(s) per node, {made} MP "
+                               f"link(s)")
         if best is None or (res.objective is not None and (
                 best.objective is None or res.objective < best.objective)):
             best = res
