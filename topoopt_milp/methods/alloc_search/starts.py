@@ -69,7 +69,7 @@ FIRST = ("totientperms-lp", "totientperms", "topologyfinder", "group-rings")
 
 # starts run once per knob set: group-split's own choice between its ring patterns ranks
 # them under its shortest-path routing, which on bert-n128-d4 keeps the random pattern
-# (0.0177 s re-routed) over the jumps (0.0155 s); as separate starts, the search's LP
+# (0.0177 s under the route LP) over the jumps (0.0155 s); as separate starts, the search's LP
 # decides (a variant that builds a topology met before is dropped)
 VARIANTS = {"group-split": (("jumps", {"pattern": "jumps"}), ("random", {"pattern": "random"}),
                             ("load", {"pattern": "jumps", "port_rule": "load"}))}
@@ -157,9 +157,9 @@ def free_hop_bound(instance: Instance, links: np.ndarray,
 def cheap_candidates(instance: Instance, run_method: Callable[..., SolveResult],
                      methods: Sequence[str], expander_seeds: int, seed: int = 0,
                      deadline: float | None = None) -> list[Candidate]:
-    """Run the cheap heuristics (``expander`` once per seed; an ``-lp`` variant with half the
-    time left before ``deadline``); the ones that return a solution, in the routing order of
-    the module docstring."""
+    """Run the cheap heuristics (``expander`` once per seed, a method of :data:`VARIANTS` once
+    per knob set; an ``-lp`` variant with half the time left before ``deadline``); the ones
+    that return a solution, in the routing order of the module docstring."""
     runs = []
     for m in methods:
         seeds = [seed + k for k in range(expander_seeds)] if m == "expander" else [seed]
