@@ -78,6 +78,19 @@ def _descend(rows, is_cycle, M, nbr, deg, moves, seed, R, Rn):  # pragma: no cov
     return cost, kept
 
 
+def union(k: int, cycles: list[tuple[int, ...]], matching: np.ndarray | None) -> np.ndarray:
+    """The ``(k, k)`` link matrix of ``cycles`` (orders of ``0..k-1``) and an optional
+    ``matching`` (``(k/2, 2)`` pairs)."""
+    M = np.zeros((k, k), dtype=np.int64)
+    pairs = [(np.asarray(o), np.roll(np.asarray(o), -1)) for o in cycles]
+    if matching is not None:
+        pairs.append((matching[:, 0], matching[:, 1]))
+    for a, b in pairs:
+        np.add.at(M, (a, b), 1)
+        np.add.at(M, (b, a), 1)
+    return M
+
+
 def shorten(k: int, cycles: list[tuple[int, ...]], matching: np.ndarray | None,
             seed: int = 0, moves: int | None = None
             ) -> tuple[list[tuple[int, ...]], np.ndarray | None]:
@@ -93,11 +106,7 @@ def shorten(k: int, cycles: list[tuple[int, ...]], matching: np.ndarray | None,
         return cycles, matching
     rows = np.stack(comps)
     is_cycle = np.array([True] * len(cycles) + [False] * (matching is not None))
-    M = np.zeros((k, k), dtype=np.int64)
-    for c, row in enumerate(rows):
-        a, b = (row, np.roll(row, -1)) if is_cycle[c] else (row[0::2], row[1::2])
-        np.add.at(M, (a, b), 1)
-        np.add.at(M, (b, a), 1)
+    M = union(k, cycles, matching)
     nbr, deg = neighbour_lists(M)
     R, Rn = work_arrays(k)
     if moves is None:

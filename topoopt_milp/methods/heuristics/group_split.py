@@ -93,7 +93,7 @@ from ...core.routing import route
 from ...core.spec import MethodSpec
 from ...core.topology import Ring, Topology
 from ...core.tours import canonical, tour, tour_hops
-from .cycle_descent import shorten
+from .cycle_descent import shorten, union
 from .group_rings import mp_share, primary_sets
 from .support import (
     RoutingParams,
@@ -245,13 +245,7 @@ def random_pattern(k: int, ports: int, rng: np.random.Generator
             return None
         matching = o.reshape(-1, 2)
     cycles, matching = shorten(k, cycles, matching, int(rng.integers(2**31)))
-    P[:] = 0
-    for o in cycles:
-        a = np.asarray(o)
-        P[a, np.roll(a, -1)] = P[np.roll(a, -1), a] = 1
-    if matching is not None:
-        P[matching[:, 0], matching[:, 1]] = P[matching[:, 1], matching[:, 0]] = 1
-    return P, cycles
+    return union(k, cycles, matching), cycles
 
 
 def pattern_cycles(P: np.ndarray, tours: int, rng: np.random.Generator,
