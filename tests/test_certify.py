@@ -97,14 +97,16 @@ def test_plan_picks_methods_by_spec():
     phases = [portfolio.PHASES.index(e.phase) for e in entries]
     assert phases == sorted(phases)
     by_method = {e.method: e for e in entries}
-    for name, spec in registry.methods().items():
+    # by spec name: a spec loaded by its reference (registry.get("pkg.module:NAME"), as
+    # test_sizes does) is also listed under that reference
+    for spec in registry.methods().values():
         phase = portfolio.phase_of(spec, inst)
         if spec.problem == "route":
-            assert phase is None and name not in by_method
+            assert phase is None and spec.name not in by_method
         elif phase is not None:
-            assert by_method[name].phase == phase
-            assert by_method[name].warm == (spec.warm_start is not None
-                                            and phase not in ("heuristic", "heuristic-lp"))
+            assert by_method[spec.name].phase == phase
+            assert by_method[spec.name].warm == (spec.warm_start is not None
+                                                 and phase not in ("heuristic", "heuristic-lp"))
     # an exact model with the ideal-switch probe first looks for a topology at the ideal
     assert by_method["alloc-milp"].knobs == {"probe_ideal": portfolio.PROBE_SHARE}
     # a bound method with a rings knob runs once per ring scope

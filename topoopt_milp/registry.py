@@ -56,6 +56,7 @@ BUILTIN = (
     "topoopt_milp.methods.formulations.alloc:MILP",
     "topoopt_milp.methods.alloc_benders.decomposition:SPEC",
     "topoopt_milp.methods.lower_bounds:SPEC",
+    "topoopt_milp.methods.alloc_orbit.method:SPEC",
     "topoopt_milp.methods.alloc_alternate.search:SPEC",
     "topoopt_milp.methods.formulations.alloc:CPSAT",
     "topoopt_milp.methods.formulations.route:SPEC",
