@@ -190,6 +190,8 @@ def solve(instance_path, method, seed, topology_path, topology_fmt, warm_start, 
             click.echo(f"{what(exc)}: the solution was written to {out}", err=True)
         raise SystemExit(exit_code(exc)) from None
     click.echo(result.summary())
+    if result.objective is None and result.message:
+        click.echo(f"  why: {result.message}")  # no solution: the method's reason
     if result.metrics:
         _print_metrics(result.metrics)
     if result.info.get("interrupted") or terminated():

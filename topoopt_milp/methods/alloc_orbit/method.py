@@ -44,8 +44,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.backends.pulp_backend import solve_matrix, solve_model
+from ...core.errors import InputError
 from ...core.instance import Instance
-from ...core.params import DeadlineExceeded, Params, SolveOptions, knob
+from ...core.params import DeadlineExceeded, ParamError, Params, SolveOptions, knob
 from ...core.result import SolveResult, Status
 from ...core.sizes import Estimate
 from ...core.spec import MethodSpec
@@ -85,13 +86,13 @@ class AllocOrbitParams(Params):
 
 
 def chosen_period(instance: Instance, p: AllocOrbitParams) -> int:
-    """The period the topology keeps: ``p.period`` or the instance's own; ``ValueError``
+    """The period the topology keeps: ``p.period`` or the instance's own; :class:`ParamError`
     when ``p.period`` is not a symmetry."""
     if not p.period:
         return period(instance)
     s = int(p.period)
     if instance.n % s or not is_symmetry(instance, s):
-        raise ValueError(f"period: v -> v + {s} is not a symmetry of {instance.name} "
+        raise ParamError(f"period: v -> v + {s} is not a symmetry of {instance.name} "
                          f"(its smallest is {period(instance)}; a multiple of it dividing "
                          f"n = {instance.n} is)")
     return s
@@ -103,7 +104,7 @@ def memory(instance: Instance, options: SolveOptions) -> Estimate:
     p = options.method if isinstance(options.method, AllocOrbitParams) else AllocOrbitParams()
     try:
         s = chosen_period(instance, p)
-    except ValueError:
+    except ParamError:
         s = instance.n
     cols = min(M.columns(instance.n, s), p.max_columns)
     return Estimate.model(4.0 * cols, "milp", f"the orbit MILP (period {s}, {cols} flow columns)")
@@ -136,10 +137,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     t0 = time.perf_counter()
     p: AllocOrbitParams = options.method
     cap = int(p.max_multiplicity)
-    try:
-        s = chosen_period(instance, p)
-    except ValueError as exc:
-        return _none(instance, options, t0, str(exc))
+    s = chosen_period(instance, p)
     if s == instance.n:
         return _none(instance, options, t0, f"{instance.name or 'the instance'} has no shift "
                      "symmetry (no rotation v -> v + s, s < n, maps its traffic onto itself): "
@@ -185,7 +183,7 @@ def _start(instance: Instance, options: SolveOptions, p: AllocOrbitParams, value
         cands.append((f"warm:{ws.method}", np.asarray(ws.topology.links, dtype=np.int64)))
     names = [m.strip() for m in p.starts.split(",") if m.strip()]
     if names and options.run_method is None:
-        raise ValueError("starts: the start heuristics are handed in by the registry "
+        raise InputError("starts: the start heuristics are handed in by the registry "
                          "(options.run_method); solve through topoopt_milp.solve")
     for name in names:
         res = options.run_method(instance, name, {}, options.seed)
