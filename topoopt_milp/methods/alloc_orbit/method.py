@@ -167,7 +167,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
                      info)
     msg = (f"period {s} ({instance.n // s} blocks); start {label} "
            f"{summary['start_s']:.6g} s; annealing {summary['moves']} moves -> "
-           f"{summary.get('best_s', best):.6g} s; {info.get('milp', 'no MILP')}; routed by the "
+           f"{summary['best_s']:.6g} s; {info.get('milp', 'no MILP')}; routed by the "
            f"route LP over every TotientPerms order: {sol.objective_s:.6g} s")
     return _result.heuristic("alloc-orbit", instance, options, sol.topology, sol.routing,
                              time.perf_counter() - t0, msg, info=info)

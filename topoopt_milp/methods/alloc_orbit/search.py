@@ -114,5 +114,5 @@ def anneal(orb: Orbits, z0: np.ndarray, value: Callable[[np.ndarray], float], ca
                 best, bv = cand, v
                 improved += 1
     return best, bv, {"moves": moves, "kept": kept, "improved": improved,
-                      "start_s": start,
+                      "start_s": start, "best_s": bv,
                       "anneal_s": time.perf_counter() - t0}
