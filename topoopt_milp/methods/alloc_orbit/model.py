@@ -54,7 +54,6 @@ from scipy.sparse import coo_matrix
 from ...core.backends.pulp_backend import MatrixModel
 from ...core.instance import Instance
 from ..formulations.ring_lp import Order
-from .symmetry import mp_matrix
 
 
 @dataclass(frozen=True)
@@ -153,7 +152,7 @@ def build(instance: Instance, s: int, orders: Mapping[int, Sequence[Order]],
     row_of_key = np.full(len(orb.column), -1, dtype=np.int64)
     kv = np.flatnonzero(orb.column >= 0)
     row_of_key[kv] = np.arange(n_keys)
-    Bps = instance.link_gbps * 1.25e8
+    Bps = instance.link_bytes_per_s
 
     if support is None:
         u, v = np.nonzero(~np.eye(n, dtype=bool))
@@ -175,7 +174,7 @@ def build(instance: Instance, s: int, orders: Mapping[int, Sequence[Order]],
     rows += [r_src * n + v[a_idx], r_src * n + u[a_idx]]
     cols += [r_src * A + a_idx] * 2
     vals += [np.ones(nf), -np.ones(nf)]
-    D = mp_matrix(instance) / Bps
+    D = instance.mp_matrix() / Bps
     rr, vv = np.nonzero(D[:s])
     keep = rr != vv
     rows.append(rr[keep] * n + vv[keep])

@@ -37,22 +37,6 @@ def invariant_orders(orders: Sequence[Order], s: int, n: int) -> list[Order]:
     return out
 
 
-def mp_invariant(instance: Instance, s: int) -> bool:
-    """True when the MP demand matrix is invariant under ``v -> v + s (mod n)``."""
-    n = instance.n
-    D = mp_matrix(instance)
-    idx = (np.arange(n) + s) % n
-    return bool(np.array_equal(D[np.ix_(idx, idx)], D))
-
-
-def mp_matrix(instance: Instance) -> np.ndarray:
-    """The MP demand in bytes as a dense ``n x n`` matrix (repeated pairs summed)."""
-    D = np.zeros((instance.n, instance.n))
-    for i, j, b in instance.mp:
-        D[i, j] += b
-    return D
-
-
 def ring_orders(instance: Instance, s: int,
                 candidates: Mapping[int, Sequence[Order]] | None = None
                 ) -> dict[int, list[Order]] | None:
@@ -72,22 +56,27 @@ def ring_orders(instance: Instance, s: int,
     return out
 
 
-def is_symmetry(instance: Instance, s: int) -> bool:
-    """True when ``v -> v + s (mod n)`` is a symmetry of ``instance`` (module docstring)."""
-    return mp_invariant(instance, s) and ring_orders(instance, s) is not None
+def is_symmetry(instance: Instance, s: int, mp: np.ndarray | None = None,
+                candidates: Mapping[int, Sequence[Order]] | None = None) -> bool:
+    """True when ``v -> v + s (mod n)`` is a symmetry of ``instance`` (module docstring);
+    ``mp`` (:meth:`Instance.mp_matrix`) and ``candidates`` may be handed in when known."""
+    D = instance.mp_matrix() if mp is None else mp
+    return is_invariant(D, s) and ring_orders(instance, s, candidates) is not None
 
 
 def period(instance: Instance) -> int:
     """The smallest ``s`` dividing ``n`` whose rotation is a symmetry (``n``: none)."""
     n = instance.n
+    D, cands = instance.mp_matrix(), candidate_orders(instance)
     for s in range(1, n):
-        if n % s == 0 and is_symmetry(instance, s):
+        if n % s == 0 and is_symmetry(instance, s, D, cands):
             return s
     return n
 
 
-def is_invariant(links: np.ndarray, s: int) -> bool:
-    """True when the link matrix is invariant under ``v -> v + s (mod n)``."""
-    n = links.shape[0]
+def is_invariant(matrix: np.ndarray, s: int) -> bool:
+    """True when an ``n x n`` matrix (links, or the MP demand) is invariant under
+    ``v -> v + s (mod n)``: ``M[v + s, w + s] = M[v, w]``."""
+    n = matrix.shape[0]
     idx = (np.arange(n) + s) % n
-    return bool(np.array_equal(links[np.ix_(idx, idx)], links))
+    return bool(np.array_equal(matrix[np.ix_(idx, idx)], matrix))
