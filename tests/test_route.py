@@ -297,6 +297,29 @@ def test_lp_algorithms_agree(algo):
     assert res.objective == pytest.approx(ref.objective, rel=1e-4)
 
 
+def test_default_crossover_returns_a_sparser_routing_of_the_same_value():
+    """route-milp's routing is its result, so by default (crossover = auto) the interior point
+    is crossed over to a vertex: the same optimum on fewer paths than without crossover."""
+    from pathlib import Path
+
+    from topoopt_milp.core.instance import Instance
+
+    inst = Instance.load(Path(__file__).parents[1] / "instances/coopt/bert-n16-d8.json")
+    topo = registry.solve(inst, "topologyfinder").topology
+    fixed = inst.with_topology(topo.links)
+
+    def paths(res):
+        return sum(len(c.paths) for c in res.routing.commodities)
+
+    vertex = registry.solve(fixed, "route-milp")
+    interior = registry.solve(fixed, "route-milp", crossover="off")
+    assert_clean(fixed, vertex)
+    assert_clean(fixed, interior)
+    assert vertex.objective == pytest.approx(interior.objective, rel=1e-6)
+    assert "without crossover" in interior.message and "without crossover" not in vertex.message
+    assert paths(vertex) < paths(interior)
+
+
 def test_decompose_flow_cancels_cycles_and_covers_noise():
     from topoopt_milp.methods.flow_paths import decompose_flow
 

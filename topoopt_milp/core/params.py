@@ -156,8 +156,10 @@ class SolverParams(Params):
         "route-approx), simplex (17-27x slower from n = 64), pdlp (first order: not practical "
         "at 1e-4..1e-6 tolerances on 2 cores).", choices=("ipm", "simplex", "pdlp"))
     crossover: str = knob(
-        "auto", "Interior-point crossover: auto (off for route LPs, whose flows are decomposed "
-        "into paths anyway), on, off.", choices=("auto", "on", "off"))
+        "auto", "Interior-point crossover: auto (on where the LP's routing is the result, as in "
+        "route-milp and the -lp variants: a vertex solution splits far fewer commodities; off "
+        "for the searches' inner route LPs, where only the value matters), on, off.",
+        choices=("auto", "on", "off"))
     ipm_tolerance: float | None = knob(
         None, "HiGHS interior-point optimality tolerance (default HiGHS's own, 1e-8).",
         positive=True)
