@@ -77,6 +77,19 @@ routings the level engine is no faster than the class engine it replaced, and th
 events, level engine 130.5 CPU s (299 s wall), class engine 220.0 CPU s (512 s wall), 1.69x,
 times 5.3e-14 apart; 128.3 CPU s before this session's two changes (load 1.8), so at n = 128
 they are lost in the noise.
+
+Vertex LP routings (route-milp runs crossover since 2026-12-05), this script with
+``--method topologyfinder-lp,totientperms-lp`` on all 16 coopt n = 128 instances (load
+2.1-4.9): 14 instances in <= 4.4 CPU s per simulation (dlrm-n128-d4 0.3 s: 77,900 flows,
+30,382 events, against 486,798 flows and 261.8 s on the interior-point routing; bert-n128-d8
+4.2-4.4 s), ncf-n128-d4 11.4-11.9 s, ncf-n128-d8 TF+LP 10.6 s and TP+LP 52.4 s, the slowest.
+On that one scenario the class engine is 12x faster (``--instances
+instances/coopt/ncf-n128-d8.json --method totientperms-lp,topologyfinder-lp,topologyfinder
+--kernels levels,classes``, load 1.1-2.7): levels 54.8, classes 4.5 CPU s (times 6.3e-16
+apart; 454 fallbacks to a solve from scratch, 18,292 pivots), while on TF+LP and TF of the
+same instance the level engine is 3.2x and 3.7x faster (9.6 vs 31.0, 7.7 vs 28.4 CPU s).
+Tried there and not kept: the lowest target kept per class, so that an event scans a group's
+classes instead of its flows (bit-identical times, 54.8 CPU s: not where the time goes).
 """
 
 

@@ -42,7 +42,11 @@ and at n = 128 TF+LP and TP+LP are often one solution (172 of the csv's 415 rows
 repeated another row's columns). With that, 2026-12-05 (load 3-6.6, two runs in parallel on
 disjoint instances, their rows merged): dlrm-n128-d4 1032 s wall (TF+LP 689 s, TP+LP 341 s,
 best reused), gpt3-13b-n128-d4 351 s, gpt3-1.3b-n128-d8 188 s, the other coopt n = 128
-instances 0.1-102 s.
+instances 0.1-102 s. Since route-milp returns vertex routings (crossover; its module
+docstring), the whole table (103 instances, every row solved and simulated again) took 38
+min wall in two processes on disjoint halves (2026-12-05, load about 2): 1,791 s of
+simulation in all, 1,472 s of it at n = 128, the slowest instance ncf-n128-d8 (TP+LP 345 s
+for its four simulations).
 """
 
 from __future__ import annotations
