@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from pathlib import Path
 
 import networkx as nx
 import numpy as np
@@ -15,7 +16,7 @@ from topoopt_milp import registry
 from topoopt_milp.core.check import check_solution
 from topoopt_milp.core.errors import InputError
 from topoopt_milp.core.evaluate import comm_time, evaluate, ideal_switch_time
-from topoopt_milp.core.instance import make_instance
+from topoopt_milp.core.instance import Instance, make_instance
 from topoopt_milp.core.result import SolveResult, Status, finite_json, solution_dict
 from topoopt_milp.core.routing import route as heuristic_route
 from topoopt_milp.core.topology import Ring, Routing, Topology, default_rings
@@ -300,10 +301,6 @@ def test_lp_algorithms_agree(algo):
 def test_default_crossover_returns_a_sparser_routing_of_the_same_value():
     """route-milp's routing is its result, so by default (crossover = auto) the interior point
     is crossed over to a vertex: the same optimum on fewer paths than without crossover."""
-    from pathlib import Path
-
-    from topoopt_milp.core.instance import Instance
-
     inst = Instance.load(Path(__file__).parents[1] / "instances/coopt/bert-n16-d8.json")
     topo = registry.solve(inst, "topologyfinder").topology
     fixed = inst.with_topology(topo.links)

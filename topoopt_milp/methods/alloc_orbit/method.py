@@ -225,8 +225,9 @@ def _milp(instance: Instance, options: SolveOptions, p: AllocOrbitParams, s: int
         info["milp"] = f"MILP not started: {exc}"
         return z, best
     text = f"orbit MILP {out.status.value} in {out.runtime_s:.1f} s"
-    if out.bound is not None and out.bound < 0:
-        text += f", invariant-only bound {-1.0 / out.bound:.6g} s"
+    bound_s = om.bound_time_s(out.bound)
+    if bound_s is not None:
+        text += f", invariant-only bound {bound_s:.6g} s"
     info["milp"] = text
     if out.x is not None and om.time_s(out.x) < best * (1 - 1e-9):
         zm = np.round(out.x[om.iz:om.itheta]).astype(np.int64)

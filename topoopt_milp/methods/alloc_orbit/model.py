@@ -139,6 +139,13 @@ class OrbitModel:
         theta = float(x[self.itheta])
         return 1.0 / theta if theta > 0 else float("inf")
 
+    @staticmethod
+    def bound_time_s(bound: float | None) -> float | None:
+        """The communication time the solver's dual bound certifies for the invariant
+        topologies: the model minimises ``-theta``, so its bound ``-theta_max < 0`` gives
+        ``1 / theta_max``; ``None`` when there is no such bound."""
+        return -1.0 / bound if bound is not None and bound < 0 else None
+
 
 def build(instance: Instance, s: int, orders: Mapping[int, Sequence[Order]],
           max_multiplicity: int, support: np.ndarray | None = None) -> OrbitModel:
