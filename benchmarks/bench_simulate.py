@@ -90,6 +90,23 @@ apart; 454 fallbacks to a solve from scratch, 18,292 pivots), while on TF+LP and
 same instance the level engine is 3.2x and 3.7x faster (9.6 vs 31.0, 7.7 vs 28.4 CPU s).
 Tried there and not kept: the lowest target kept per class, so that an event scans a group's
 classes instead of its flows (bit-identical times, 54.8 CPU s: not where the time goes).
+
+Where those 52 s went (2026-12-05 evening, one scenario pickled, load 1.0): the 454 level
+solves that fell back to a solve from scratch had first pivoted up to the cap of 512, about
+0.1 s each. Pivot caps of 512 / 128 / 64 / 32 / 16 / 8 gave 51.0 / 15.3 / 7.9 / 5.4 / 4.2 /
+4.1 CPU s on it, but 9.5 / 9.4 / 9.3 / 11.0 / 15.1 / 25.2 s on TF+LP of the same instance
+(more fallbacks), and giving up when a class moves twice gave 5.1 / 16.6 s. Kept: a work
+budget (``levels_kernel.WORK``): a level solve that has visited more than twice the entries
+of every path gives up, as a solve from scratch costs about one pass over them (budget 1 / 2 /
+4: 4.1-4.3 / 4.7 / 5.9 s on TP+LP, 10.8-10.9 / 9.1 / 9.4 on TF+LP, 5.8-6.0 / 5.8 / 6.8 on
+ncf-n128-d4 TP+LP, 2.2-2.3 / 2.6 / 3.4 on bert-n128-d8 TF+LP, against 11.1 and 4.3 before).
+With it, this script with ``--method topologyfinder-lp,totientperms-lp`` on all 16 instances
+(17:42-18:07, load 1.0-1.1): every simulation <= 9.5 CPU s, the slowest ncf-n128-d8 TF+LP
+(9.5 s), then ncf-n128-d4 (6.0 s), ncf-n128-d8 TP+LP (4.4 s, was 52.4), bert-n128-d8 (2.6 s),
+the other 12 <= 1.3 s. ``--instances instances/coopt/ncf-n128-d8.json --method
+totientperms-lp,topologyfinder-lp,topologyfinder --kernels levels,classes`` (18:07-18:10, load
+0.5-1.0): levels / classes 4.31 / 3.94 (TP+LP, 0.92x), 9.48 / 30.16 (TF+LP, 3.18x), 7.82 /
+27.85 CPU s (TF, 3.56x), simulated times at most 1.1e-14 apart.
 """
 
 

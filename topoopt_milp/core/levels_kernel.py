@@ -18,8 +18,9 @@ every class crosses a saturated arc on which no class has a higher rate, so the 
 max-min fair (Bertsekas and Gallager, *Data Networks*, 6.5.2), and it is unique. That is what
 :func:`_level_solve` establishes after every change, to the tolerances ``CHECK_TOL``
 (relative; 1e-12) and ``PROP_TOL`` (a level moving by less than 1e-14 relative is not
-propagated); where it cannot, the caller solves from scratch (:func:`_rebuild`, the
-progressive filling of :mod:`.maxmin_kernel`).
+propagated); where it cannot, or where establishing it costs more than a solve from scratch
+would (``WORK``), the caller solves from scratch (:func:`_rebuild`, the progressive filling
+of :mod:`.maxmin_kernel`).
 
 **Incremental solve.** When class counts change, ``D`` and ``R`` change on the arcs of
 those classes. The levels are then re-solved from the equations in 1., arc by arc in the
@@ -46,6 +47,13 @@ CHECK_TOL = 1e-12  # relative: a class may exceed a bottleneck it crosses by thi
 PROP_TOL = 1e-14  # relative: a level moving by less than this is left as it was
 MAX_PIVOTS = 512  # per solve; more, and the caller solves from scratch
 MAX_POPS = 64  # per solve, times the number of arcs
+# A solve that has visited more than WORK times the entries of every path (classes it
+# re-levelled times their arcs, plus scanned arc lists) gives up: a solve from scratch costs
+# about one pass over them. Without it, solves that pivot to the cap cost 0.1 s each on
+# ncf-n128-d8 TP+LP (51 CPU s in all against 3.9-4.4 s for the class engine); with WORK = 2
+# it takes 4.3-4.7 s, and TF+LP 9.5 -> 9.1-9.5, bert-n128-d8 TF+LP 4.3 -> 2.6 (measured and
+# the other budgets tried: benchmarks/bench_simulate.py).
+WORK = 2
 
 
 @njit(cache=True, inline="always")
@@ -183,8 +191,8 @@ def _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev, cptr, carc, c
     arc ``a`` (:func:`.levelsim._activate`; the scans for faster classes read only these).
     Classes that changed group are ``moved[:out[2]]``. Returns True with
     the certificate met, False when the caller must solve from scratch (a class with no arc
-    with a group on its path, a level <= 0, an arc over capacity, or too many pivots or
-    heap pops); ``out``: heap pops, pivots, moved classes, scans of an arc's classes."""
+    with a group on its path, a level <= 0, an arc over capacity, or too many pivots, heap
+    pops or path entries visited); ``out``: heap pops, pivots, moved classes, scans of an arc's classes."""
     m = len(cap)
     size = 0
     nmoved = 0
@@ -192,6 +200,8 @@ def _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev, cptr, carc, c
     pivots = 0
     scans = 0
     low = 0
+    work = 0
+    budget = WORK * cptr[len(cptr) - 1]
     for i in range(ndirty):  # 1. the count changes, on D and R
         c = dirty[i]
         dw = w[c] - pw[c]
@@ -234,7 +244,7 @@ def _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev, cptr, carc, c
             size = _heap_pop(hkey, hval, size)
             pst[b] = 0
             pops += 1
-            if pops > MAX_POPS * m:
+            if pops > MAX_POPS * m or work > budget:
                 return False
             if D[b] <= 0:  # no group: its counter stops (level 0), and it must not be full
                 if L[b] != 0.0:
@@ -270,6 +280,7 @@ def _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev, cptr, carc, c
                 c = bhead[b]
                 while c >= 0:
                     x = w[c] * dl
+                    work += cptr[c + 1] - cptr[c]
                     for f in range(cptr[c], cptr[c + 1]):
                         e = carc[f]
                         if e != b:
@@ -290,6 +301,7 @@ def _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev, cptr, carc, c
                     c = bnext[c]
             if mx[b] > L[b] * (1 + CHECK_TOL):  # is a class crossing it faster? exactly
                 scans += 1
+                work += aact[b]
                 top = 0.0
                 for q in range(aptr[b], aptr[b] + aact[b]):
                     c = acls[q]
