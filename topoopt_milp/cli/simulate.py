@@ -70,8 +70,9 @@ def simulate_cmd(instance_path, solution_path, latency, overhead, fmt, engine,
         busy = "" if out.busiest_arc is None else (
             f"; busiest arc {arc} (busy {100 * share:.1f}% of the iteration)")
         click.echo(f"  critical: {out.critical} ends last{busy}; fluid bottleneck arc {farc}")
+        counts = "" if out.events is None else (
+            f", {out.events} events, {out.solves} max-min solves")
         click.echo(f"  latency {out.latency_s:g} s/hop, overhead {out.overhead_s:g} s/message; "
-                   f"{out.flows} flows, {out.events} events, {out.solves} max-min solves "
-                   f"in {out.runtime_s:.3g} s ({engine} engine)")
+                   f"{out.flows} flows{counts} in {out.runtime_s:.3g} s ({engine} engine)")
     if trace_path is not None:
         click.echo(f"wrote {trace_path} ({rows} flows)", err=fmt == "json")

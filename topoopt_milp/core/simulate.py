@@ -99,7 +99,9 @@ class Scenario:
 @dataclass
 class SimResult:
     """Outcome of :func:`simulate`. ``critical`` names the ring (or MP demand) that ends last;
-    ``busiest_arc`` is the arc busy longest (its busy seconds in ``busiest_busy_s``)."""
+    ``busiest_arc`` is the arc busy longest (its busy seconds in ``busiest_busy_s``);
+    ``events``, ``solves`` and ``rounds`` are the toolkit engine's counts (None when SimGrid
+    played the scenario: it does not report them)."""
 
     simulated_s: float
     fluid_s: float
@@ -109,9 +111,9 @@ class SimResult:
     fluid_arc: tuple[int, int] | None
     ring_end_s: list[float]
     mp_end_s: float
-    events: int
-    solves: int
-    rounds: int
+    events: int | None
+    solves: int | None
+    rounds: int | None
     flows: int
     runtime_s: float
     latency_s: float
@@ -419,8 +421,8 @@ def simulate(instance: Instance, topology: Topology, routing: Routing,
         ref = run_simgrid(sc, timeout=24 * 3600)
         sim = ref["time"]
         det = {"ring_end": np.asarray(ref["ring_end"]), "mp_end": ref["mp_end"],
-               "busy": np.zeros(len(sc.cap)), "events": 0, "solves": 0, "rounds": 0,
-               "trace": None}
+               "busy": np.zeros(len(sc.cap)), "events": None, "solves": None,
+               "rounds": None, "trace": None}
     else:
         sim, det = simulate_scenario(sc, trace)
     sub = routing if parts == "all" else Routing(routing.rings if parts == "ar" else (), tuple(
