@@ -107,6 +107,17 @@ the other 12 <= 1.3 s. ``--instances instances/coopt/ncf-n128-d8.json --method
 totientperms-lp,topologyfinder-lp,topologyfinder --kernels levels,classes`` (18:07-18:10, load
 0.5-1.0): levels / classes 4.31 / 3.94 (TP+LP, 0.92x), 9.48 / 30.16 (TF+LP, 3.18x), 7.82 /
 27.85 CPU s (TF, 3.56x), simulated times at most 1.1e-14 apart.
+
+The mixed n = 128, d = 4 instances (not a target; 16.5k path classes from 16k MP pairs),
+``--instances instances/mixed/mixed-n128-d4-*.json --method
+topologyfinder-lp,totientperms-lp --kernels levels,classes`` (18:36-18:50, load 0.7-1.1):
+level engine 3.3-36.0 CPU s per simulation (mp05 34.5-36.0, mp15 17.8-18.0, mp30 14.4-14.8,
+mp50 3.3 and 13.9), class engine 0.67-0.86x of that on mp05/mp15 and 1.09-2.27x on
+mp30/mp50; the reproduce run of 2026-12-05 (before the budget, load about 2) took 324 s wall
+for mp05 TF+LP. On mp50 TF+LP the two engines differ by 2.1e-8 relative (the only row
+above 1e-13); the numpy reference (246.7 CPU s) gives 0.5629259059231059 s: the level
+engine is 6.1e-9 below it (7.5e-9 without the budget), the class engine 1.4e-8 above: ends
+within ``DONE_TOL`` (1e-9 of an interval) are grouped differently by each engine.
 """
 
 
