@@ -96,28 +96,34 @@ solves that fell back to a solve from scratch had first pivoted up to the cap of
 0.1 s each. Pivot caps of 512 / 128 / 64 / 32 / 16 / 8 gave 51.0 / 15.3 / 7.9 / 5.4 / 4.2 /
 4.1 CPU s on it, but 9.5 / 9.4 / 9.3 / 11.0 / 15.1 / 25.2 s on TF+LP of the same instance
 (more fallbacks), and giving up when a class moves twice gave 5.1 / 16.6 s. Kept: a work
-budget (``levels_kernel.WORK``): a level solve that has visited more than twice the entries
-of every path gives up, as a solve from scratch costs about one pass over them (budget 1 / 2 /
-4: 4.1-4.3 / 4.7 / 5.9 s on TP+LP, 10.8-10.9 / 9.1 / 9.4 on TF+LP, 5.8-6.0 / 5.8 / 6.8 on
-ncf-n128-d4 TP+LP, 2.2-2.3 / 2.6 / 3.4 on bert-n128-d8 TF+LP, against 11.1 and 4.3 before).
+budget (``levels_kernel.WORK``): a level solve gives up once it has visited more than twice
+the path entries a solve from scratch visits. Counted first on every path (budget 1 / 2 / 4:
+4.1-4.3 / 4.7 / 5.9 s on TP+LP, 10.8-10.9 / 9.1 / 9.4 on TF+LP, 5.8-6.0 / 5.8 / 6.8 on
+ncf-n128-d4 TP+LP, 2.2-2.3 / 2.6 / 3.4 on bert-n128-d8 TF+LP, against 11.1 and 4.3 before),
+then, as kept, on the paths of the classes with flows plus one per arc (budget 1 / 2 / 4:
+4.0 / 4.4 / 5.6, 11.1 / 9.1 / 9.9, 6.1 / 5.6 / 6.4, 2.2 / 2.5 / 3.2 s, and on
+mixed-n128-d4-g4-mp05 TF+LP 24.2 / 27.1 / 32.8 s against 34.5-36.0 with the first count).
+
 With it, this script with ``--method topologyfinder-lp,totientperms-lp`` on all 16 instances
-(17:42-18:07, load 1.0-1.1): every simulation <= 9.5 CPU s, the slowest ncf-n128-d8 TF+LP
-(9.5 s), then ncf-n128-d4 (6.0 s), ncf-n128-d8 TP+LP (4.4 s, was 52.4), bert-n128-d8 (2.6 s),
-the other 12 <= 1.3 s. ``--instances instances/coopt/ncf-n128-d8.json --method
-totientperms-lp,topologyfinder-lp,topologyfinder --kernels levels,classes`` (18:07-18:10, load
-0.5-1.0): levels / classes 4.31 / 3.94 (TP+LP, 0.92x), 9.48 / 30.16 (TF+LP, 3.18x), 7.82 /
-27.85 CPU s (TF, 3.56x), simulated times at most 1.1e-14 apart.
+(19:06-19:19, load 1.2-2.0, a mixed-instance run beside it): every simulation <= 10.0 CPU s,
+the slowest ncf-n128-d8 TF+LP (10.0 s), then ncf-n128-d4 (6.2-6.4 s), ncf-n128-d8 TP+LP (4.4
+s, was 52.4), bert-n128-d8 (2.5-2.7 s), the other 12 <= 1.2 s. ``--instances
+instances/coopt/ncf-n128-d8.json --method totientperms-lp,topologyfinder-lp,topologyfinder
+--kernels levels,classes`` (19:17-19:19, load 1.0-1.2): levels / classes 4.11 / 4.07 (TP+LP,
+0.99x), 9.88 / 31.93 (TF+LP, 3.23x), 8.12 / 28.11 CPU s (TF, 3.46x), simulated times at most
+1.1e-14 apart.
 
 The mixed n = 128, d = 4 instances (not a target; 16.5k path classes from 16k MP pairs),
 ``--instances instances/mixed/mixed-n128-d4-*.json --method
-topologyfinder-lp,totientperms-lp --kernels levels,classes`` (18:36-18:50, load 0.7-1.1):
-level engine 3.3-36.0 CPU s per simulation (mp05 34.5-36.0, mp15 17.8-18.0, mp30 14.4-14.8,
-mp50 3.3 and 13.9), class engine 0.67-0.86x of that on mp05/mp15 and 1.09-2.27x on
-mp30/mp50; the reproduce run of 2026-12-05 (before the budget, load about 2) took 324 s wall
-for mp05 TF+LP. On mp50 TF+LP the two engines differ by 2.1e-8 relative (the only row
-above 1e-13); the numpy reference (246.7 CPU s) gives 0.5629259059231059 s: the level
-engine is 6.1e-9 below it (7.5e-9 without the budget), the class engine 1.4e-8 above: ends
-within ``DONE_TOL`` (1e-9 of an interval) are grouped differently by each engine.
+topologyfinder-lp,totientperms-lp --kernels levels,classes`` (19:06-19:19, load 1.6-2.0,
+beside the run above): level engine 3.2-31.0 CPU s per simulation (mp05 28.3-31.0, mp15
+15.1-15.7, mp30 13.1-16.0, mp50 3.2 and 14.4), class engine 0.76-0.81x of that on mp05 and
+1.01-2.47x on the others; with the budget on every path (18:36-18:50) mp05 took 34.5-36.0 s
+and mp15 17.8-18.0 s, and the reproduce run of 2026-12-05 (no budget, load about 2) 324 s
+wall for mp05 TF+LP. On mp50 TF+LP the engines differ by 1.4e-8 relative (the only row above
+1e-13); the numpy reference (246.7 CPU s) gives 0.5629259059231059 s: the level engine is
+5.9e-11 from it (6.1e-9 with the budget on every path, 7.5e-9 without a budget), the class
+engine 1.4e-8: ends within ``DONE_TOL`` (1e-9 of an interval) are grouped differently.
 """
 
 

@@ -47,10 +47,15 @@ CHECK_TOL = 1e-12  # relative: a class may exceed a bottleneck it crosses by thi
 PROP_TOL = 1e-14  # relative: a level moving by less than this is left as it was
 MAX_PIVOTS = 512  # per solve; more, and the caller solves from scratch
 MAX_POPS = 64  # per solve, times the number of arcs
-# A solve that has visited more than WORK times the entries of every path (classes it
-# re-levelled times their arcs, plus scanned arc lists) gives up: a solve from scratch costs
-# about one pass over them. Without it, solves that pivot to the cap cost 0.1 s each on
-# ncf-n128-d8 TP+LP (51 CPU s in all against 3.9-4.4 s for the class engine); with WORK = 2
+# A level solve gives up once it has visited more than WORK times the path entries of the
+# classes with flows, plus one per arc (the caller passes that as ``budget``; visited =
+# classes it re-levelled times their arcs, plus scanned arc lists): a solve from scratch
+# costs about one pass over them. Without it, solves that pivot to the cap cost 0.1 s each on
+# ncf-n128-d8 TP+LP (51 CPU s in all against 3.9-4.4 s for the class engine); with it 4.4 s,
+# TF+LP 9.5 -> 9.1, bert-n128-d8 TF+LP 4.3 -> 2.5, mixed-n128-d4-g4-mp05 TF+LP 27.1 s (the
+# budget on all path entries instead: 34.5-36.0). Measured, with the other budgets tried:
+# benchmarks/bench_simulate.py.
+WORK = 2
 # it takes 4.3-4.7 s, and TF+LP 9.5 -> 9.1-9.5, bert-n128-d8 TF+LP 4.3 -> 2.6 (measured and
 # the other budgets tried: benchmarks/bench_simulate.py).
 WORK = 2
@@ -181,7 +186,7 @@ def _pivot(c, h, e, w, g, bn, bhead, bnext, bprev, cptr, carc, cmult, cap, L, D,
 @njit(cache=True)
 def _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev, cptr, carc, cmult, aptr,
                  acls, aact, cap, L, D, R, mx, Sacc, tS, t, sid, pst, hkey, hval, viol, vsrc,
-                 vst, moved, mst, out):
+                 vst, moved, mst, out, budget):
     """Re-solve the levels after the counts of the classes ``dirty[:ndirty]`` changed from
     ``pw`` to ``w`` (module docstring). ``bn, bhead, bnext, bprev``: each class with flows
     on the list of its group's arc; ``g``: the group of every class (kept while it has no
@@ -192,7 +197,8 @@ def _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev, cptr, carc, c
     Classes that changed group are ``moved[:out[2]]``. Returns True with
     the certificate met, False when the caller must solve from scratch (a class with no arc
     with a group on its path, a level <= 0, an arc over capacity, or too many pivots, heap
-    pops or path entries visited); ``out``: heap pops, pivots, moved classes, scans of an arc's classes."""
+    pops, or more than ``budget`` path entries visited); ``out``: heap pops, pivots, moved
+    classes, scans of an arc's classes."""
     m = len(cap)
     size = 0
     nmoved = 0
@@ -201,7 +207,6 @@ def _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev, cptr, carc, c
     scans = 0
     low = 0
     work = 0
-    budget = WORK * cptr[len(cptr) - 1]
     for i in range(ndirty):  # 1. the count changes, on D and R
         c = dirty[i]
         dw = w[c] - pw[c]
@@ -405,4 +410,4 @@ def _rebuild(w, g, cptr, carc, cmult, aptr, acls, cap, crate, rem, load, used, t
     return pops
 
 
-__all__ = ["CHECK_TOL", "PROP_TOL", "_level_solve", "_rebuild", "_sift_down"]
+__all__ = ["CHECK_TOL", "PROP_TOL", "WORK", "_level_solve", "_rebuild", "_sift_down"]

@@ -30,7 +30,7 @@ import numpy as np
 
 from .flowsim import _next_steps, _start_slots
 from .jit import njit
-from .levels_kernel import _level_solve, _rebuild
+from .levels_kernel import WORK, _level_solve, _rebuild
 
 DONE_TOL = 1e-9  # relative: a flow within this share of the interval of its end has ended
 REFRESH = 1000  # a solve from scratch at least every REFRESH solves (no drift in R)
@@ -182,6 +182,7 @@ def _run_levels(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes,
     fallbacks = 0
     pivots = 0
     nact = 0
+    anz = 0  # path entries of the classes with flows (what a solve from scratch visits)
     while nlive > 0:
         events += 1
         nfresh = 0
@@ -205,6 +206,7 @@ def _run_levels(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes,
                 w[c] += 1.0
                 if w[c] == 1.0:
                     _activate(c, True, cptr, carc, aptr, acls, aact, cpos, qcf)
+                    anz += cptr[c + 1] - cptr[c]
                 if not dflag[c]:
                     dflag[c] = True
                     dirty[ndirty] = c
@@ -232,7 +234,7 @@ def _run_levels(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes,
                         ok = _level_solve(dirty, ndirty, w, pw, g, bn, bhead, bnext, bprev,
                                           cptr, carc, cmult, aptr, acls, aact, cap, L, D, Ra, mx,
                                           Sacc, tS, t, sid, pst, hkey, hval, viol, vsrc, vst,
-                                          moved, mst, out)
+                                          moved, mst, out, WORK * (anz + m))
                         if ok:
                             rounds += out[0]
                             pivots += out[1]
@@ -341,6 +343,7 @@ def _run_levels(cptr, carc, cmult, aptr, acls, cap, delay, slot_cls, slot_bytes,
                         w[c] -= 1.0
                         if w[c] == 0.0:
                             _activate(c, False, cptr, carc, aptr, acls, aact, cpos, qcf)
+                            anz -= cptr[c + 1] - cptr[c]
                         if not dflag[c]:
                             dflag[c] = True
                             dirty[ndirty] = c
