@@ -56,9 +56,6 @@ MAX_POPS = 64  # per solve, times the number of arcs
 # budget on all path entries instead: 34.5-36.0). Measured, with the other budgets tried:
 # benchmarks/bench_simulate.py.
 WORK = 2
-# it takes 4.3-4.7 s, and TF+LP 9.5 -> 9.1-9.5, bert-n128-d8 TF+LP 4.3 -> 2.6 (measured and
-# the other budgets tried: benchmarks/bench_simulate.py).
-WORK = 2
 
 
 @njit(cache=True, inline="always")
