@@ -73,3 +73,18 @@ def test_warm_start_keeps_its_own_tours():
     warm = [s["objective_s"] for s in b.info["trajectory"] if s["kind"].startswith("start:warm")]
     assert warm and warm[0] <= a.objective * (1 + 1e-6)
     assert b.objective <= a.objective * (1 + 1e-6)
+
+
+def test_group_cycles_only_for_a_ring_plus_a_matching():
+    from topoopt_milp.methods.alloc_search.tours import group_cycles
+    from topoopt_milp.methods.heuristics.group_split import pattern
+
+    members = [3, 5, 7, 9, 11, 13, 15, 17]
+    L = np.zeros((20, 20), dtype=np.int64)
+    L[np.ix_(members, members)] = pattern(8, 3, 4)  # the Wagner graph: 5 cycles
+    cycles = group_cycles(members, L, 8)
+    assert len(cycles) == 5
+    for o in cycles:
+        assert sorted(o) == members and all(L[a, b] for a, b in zip(o, o[1:] + o[:1]))
+    L[np.ix_(members, members)] = pattern(8, 4)  # every member two ways round: tours do
+    assert group_cycles(members, L, 8) == []

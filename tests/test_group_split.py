@@ -177,3 +177,43 @@ def test_load_rule_leaves_overlapping_sets_to_the_uniform_rule():
     assert gs.load_ports(inst, merged, weight, 4) is None
     uniform = gs.group_split_links(inst)[0]
     assert (gs.group_split_links(inst, rule="load")[0] == uniform).all()
+
+
+@pytest.mark.parametrize("k", [8, 16])
+def test_matching_jump_of_an_odd_share(k):
+    half = gs.pattern(k, 3, k // 2)  # the diameters i <-> i + k/2
+    assert (half.sum(axis=1) == 3).all()
+    assert all(half[i, i + k // 2] for i in range(k // 2))
+    odd = gs.pattern(k, 3, 5)  # i <-> i + 5 for even i
+    assert (odd.sum(axis=1) == 3).all() and all(odd[i, (i + 5) % k] for i in range(0, k, 2))
+    # an even jump other than k/2 (no perfect matching) or one the rings use: the default
+    assert (gs.pattern(k, 3, 2) == gs.pattern(k, 3)).all()
+    assert (gs.pattern(k, 3, 1) == gs.pattern(k, 3)).all()
+
+
+def test_cycle_rule_links_the_stages_in_a_cycle():
+    # four stages: every node keeps three ring ports and gets one cross link, to the stage
+    # before or after its own, and the last stage is linked to the first (no MP there)
+    inst = pipeline(4, 8, 4)
+    L, _, a, made = gs.group_split_links(inst, cross="cycle", jump=4)
+    assert a == 3 and made == 16
+    assert (L.sum(axis=1) == 4).all() and components(L).max() == 0
+    stage = np.arange(inst.n) % 4
+    cross = L * (stage[:, None] != stage[None, :])
+    assert (cross.sum(axis=1) == 1).all()
+    pairs = {(int(min(stage[u], stage[v])), int(max(stage[u], stage[v])))
+             for u, v in zip(*np.nonzero(cross))}
+    assert pairs == {(0, 1), (1, 2), (2, 3), (0, 3)}
+    # pipeline partners where the stages meet: every 0-1 link joins one block
+    for u, v in zip(*np.nonzero(cross)):
+        if {stage[u], stage[v]} == {0, 1}:
+            assert u // 4 == v // 4
+
+
+def test_cycle_rule_tries_the_matchings_near_half():
+    inst = pipeline(4, 8, 4)
+    res = registry.solve(inst, "group-split", cross="cycle", pattern="jumps")
+    checked(inst, res)
+    assert "matching k/2" in res.message and "cycle and MP" in res.message
+    with pytest.raises(ValueError, match="cross"):
+        gs.group_split_links(inst, cross="ring")

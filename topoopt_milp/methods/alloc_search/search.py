@@ -141,6 +141,7 @@ APPROX_EPSILONS = (0.01, 0.002)
 # ncf-n32-d4 107 against 91 re-routings in 60 s, so the exact LP stays below
 APPROX_MIN_N = 64
 SEARCH_STARTS = "totientperms,topologyfinder,demand-greedy,group-rings,group-split,expander"
+START_CYCLES = 8  # per member: a start's group cycles offered with its own rings (tours.py)
 MAX_ITERATIONS = 500  # re-routings without a time limit (max_iterations = 0)
 DESCENT_S = 30.0  # hop-volume descent without a time limit: at most this many seconds
 
@@ -270,7 +271,7 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
     hint: list[np.ndarray | None] = [None]  # the current solution's arc loads (tours' weights)
 
     def routed(L: np.ndarray, penalty: float, opts: SolveOptions = lp, own=(),
-               cutoff: float | None = None) -> tuple[Solution | None, str]:
+               cutoff: float | None = None, cycles: int = 0) -> tuple[Solution | None, str]:
         """``L`` re-routed (cached by its links); with ring tours, the orders of the rings
         ``own`` (a warm start's) join the candidates, so that it keeps its own rings. With a
         ``cutoff`` (seconds), a topology whose free-ring hop bound (:func:`free_hop_bound`,
@@ -280,7 +281,7 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
             stats["cached"] += 1
             return seen[key]
         rings = p.rings if p.rings != "tours" else tour_candidates(
-            instance, L, hint[0], seed=options.seed)  # ring orders along L's links
+            instance, L, hint[0], seed=options.seed, cycles_per_member=cycles)  # along L
         if p.rings == "tours":
             for r in own:
                 orders = rings.get(r.group)
@@ -350,7 +351,8 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
         for i, c in enumerate(cands):
             if in_ring_space(instance, c.own.routing.rings) or not room():
                 continue
-            sol, why = routed(np.asarray(c.own.topology.links), 0.0, exact, c.own.routing.rings)
+            sol, why = routed(np.asarray(c.own.topology.links), 0.0, exact, c.own.routing.rings,
+                              cycles=START_CYCLES)
             if sol is not None and (c.routed is None or sol.objective_s < c.routed.objective_s):
                 cands[i] = Candidate(c.name, c.own, c.hop_bound, sol)
             traj.append(Step(0, f"start:{c.name}:own-rings",

@@ -72,7 +72,8 @@ FIRST = ("totientperms-lp", "totientperms", "topologyfinder", "group-rings")
 # (0.0177 s under the route LP) over the jumps (0.0155 s); as separate starts, the search's LP
 # decides (a variant that builds a topology met before is dropped)
 VARIANTS = {"group-split": (("jumps", {"pattern": "jumps"}), ("random", {"pattern": "random"}),
-                            ("load", {"pattern": "jumps", "port_rule": "load"}))}
+                            ("load", {"pattern": "jumps", "port_rule": "load"}),
+                            ("cycle", {"pattern": "jumps", "cross": "cycle"}))}
 
 
 @dataclass(frozen=True)

@@ -59,9 +59,15 @@ Construction.
    plain maximum-weight matching links stages ``(0, 1), (2, 3), ..`` in every block and never
    ``(1, 2)``. Priorities only fall as ``c_gh`` grows, so a lazy heap gives the same choice
    as a full rescan. Free ports left are filled (:func:`.support.fill_free_ports`) and split
-   traffic is joined (:func:`.support.connect_components`).
+   traffic is joined (:func:`.support.connect_components`). With ``--cross cycle`` the
+   member sets are first linked in a cycle, about half of each set's free ports to each
+   of its two neighbours (:func:`cycle_links`: the last stage of a pipeline to the first
+   too, so that the sets relay each other's ring bytes); the ports left go to MP links.
+   An odd ring share's matching is then ``i <-> i + k/2 + h`` for each ``h`` of
+   ``HALVES`` in turn (``--matching-jump`` fixes it), and the method's own routing picks.
 3. **Ring orders**: per member set, the one-hop Hamiltonian cycles of its pattern (its
-   circulant orders and ``ring_tours`` 2-opt tours, :func:`topoopt_milp.core.tours.tour`)
+   circulant orders, ``ring_tours`` 2-opt tours, :func:`topoopt_milp.core.tours.tour`, and
+   for an odd share those :func:`topoopt_milp.core.tours.hamiltonian_cycles` finds)
    and ``ring_tours`` tours of the built topology, each in both directions; their shares
    minimise the busiest arc with every ring edge and MP demand on one shortest path
    (:func:`ring_shares`, a small LP). With an odd share the matching links carry ring bytes
@@ -81,7 +87,7 @@ from dataclasses import dataclass
 from math import gcd
 
 import numpy as np
-from scipy.optimize import linprog
+from scipy.optimize import linear_sum_assignment, linprog
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
@@ -92,7 +98,7 @@ from ...core.result import SolveResult
 from ...core.routing import route
 from ...core.spec import MethodSpec
 from ...core.topology import Ring, Topology
-from ...core.tours import canonical, tour, tour_hops
+from ...core.tours import canonical, hamiltonian_cycles, tour, tour_hops
 from .cycle_descent import shorten, union
 from .group_rings import mp_share, primary_sets
 from .support import (
@@ -109,6 +115,9 @@ from .totient import _apportion, _local_links, merged_groups, totient_jumps
 Key = tuple[int, ...]
 PATTERNS = ("jumps", "random", "best")
 PORT_RULES = ("uniform", "load")
+CROSS_RULES = ("mp", "cycle")
+HALVES = (0, -1, 1, -3)  # the cycle rule's matchings i <-> i + k / 2 + h tried (solve)
+HAM_PER_MEMBER = 8  # Hamiltonian cycles per member of an odd-share pattern (pattern_cycles)
 DRAWS = 50  # random draws of one cycle (or matching) before a pattern falls back to jumps
 
 
@@ -127,6 +136,13 @@ class GroupSplitParams(RoutingParams):
                                      "all (uniform) or in proportion to the set's ring bytes "
                                      "at the busiest node (load; disjoint sets only).",
                           choices=PORT_RULES)
+    cross: str = knob("mp", "group-split: links between the member sets: to MP partners "
+                            "(mp), or every node's free ports to the two sets next to its "
+                            "own in a cycle of the sets ordered by MP (cycle: the sets relay "
+                            "each other's ring bytes).", choices=CROSS_RULES)
+    matching_jump: int = knob(0, "group-split: with an odd ring share, the matching i <-> i + "
+                                 "j (even i) of the pattern (0: the smallest odd jump the "
+                                 "rings do not use).", minimum=0)
 
 
 def ring_ports(instance: Instance, ports: int = 0) -> int:
@@ -196,8 +212,71 @@ def mp_links(instance: Instance, L: np.ndarray, primary: np.ndarray) -> int:
     return links
 
 
-def pattern(k: int, ports: int) -> np.ndarray:
-    """Step 1's link pattern of a member set on positions ``0..k-1`` (module docstring)."""
+def cycle_links(instance: Instance, L: np.ndarray, primary: np.ndarray) -> int:
+    """Step 2 with ``cross = "cycle"``, in place on ``L``: the member sets (``primary``: a
+    node's heaviest) in a cycle, from the set with the least MP (an end of a pipeline), each
+    next the unvisited set it shares the most MP bytes with; about half of each set's free
+    ports are linked to each of its two neighbours in the cycle, among the free nodes of two
+    neighbouring sets the pairs with the most MP bytes between them (an assignment), so
+    pipeline partners are linked directly where their stages meet. Returns how many links.
+
+    Why. With the MP rule (:func:`mp_links`) the links between the sets follow the MP, so
+    on a pipeline the last stage and the first are joined only through the middle ones;
+    the cycle joins them too, and a set's ring bytes can detour through the two sets next
+    to it, using their spare capacity. On GPT-3 (stage groups, the first stage's ring the
+    heaviest), with the route LP over the sets' one-hop Hamiltonian cycles and tours (free
+    split): gpt3-1.3b-n32-d4 0.0746 s and gpt3-1.3b-n64-d4 0.0789 s against 0.0780 and
+    0.0832 s for the best solutions known before (results/certify-d4-cycle.md)."""
+    d = instance.degree
+    sets = [int(x) for x in np.unique(primary[primary >= 0])]
+    if len(sets) < 2:
+        return 0
+    mp = instance.mp_matrix()
+    mp = mp + mp.T
+    members = [np.flatnonzero(primary == x) for x in sets]
+    W = np.array([[mp[np.ix_(a, b)].sum() for b in members] for a in members])
+    np.fill_diagonal(W, -1.0)
+    order = [int(np.argmin(W.sum(axis=1)))]  # an end of a pipeline of stages
+    left = set(range(len(sets))) - set(order)
+    while left:
+        order.append(max(sorted(left), key=lambda h: W[order[-1], h]))
+        left.discard(order[-1])
+    free = d - L.sum(axis=1)
+    total = [int(free[m].sum()) for m in members]
+    q = len(order)
+    links = 0
+    for i in range(q if q > 2 else 1):
+        g, h = order[i], order[(i + 1) % q]
+        rest_g, rest_h = int(free[members[g]].sum()), int(free[members[h]].sum())
+        if q == 2:  # two sets: every free port across
+            want = min(rest_g, rest_h)
+        elif i == 0:  # half forward, half kept for the closing link
+            want = -(-total[g] // 2)
+        elif i < q - 1:  # what is left forward, keeping half of h's ports for its next
+            want = min(rest_g, rest_h - total[h] // 2)
+        else:  # the closing link: what is left
+            want = rest_g
+        A = np.repeat(members[g], np.maximum(free[members[g]], 0))
+        B = np.repeat(members[h], np.maximum(free[members[h]], 0))
+        if not len(A) or not len(B) or want <= 0:
+            continue
+        r, c = linear_sum_assignment(-mp[np.ix_(A, B)])
+        for j in np.argsort(-mp[A[r], B[c]], kind="stable")[:want]:
+            u, v = int(A[r[j]]), int(B[c[j]])
+            if free[u] > 0 and free[v] > 0 and not L[u, v]:
+                L[u, v] += 1
+                L[v, u] += 1
+                free[u] -= 1
+                free[v] -= 1
+                links += 1
+    return links
+
+
+def pattern(k: int, ports: int, jump: int = 0) -> np.ndarray:
+    """Step 1's link pattern of a member set on positions ``0..k-1`` (module docstring).
+    ``jump``: the matching of an odd share, ``i <-> i + jump`` for even ``i`` (``jump`` odd)
+    or ``i <-> i + k / 2`` for ``i < k / 2`` (``jump = k / 2``); ``0``, another value or one
+    the rings use: the smallest odd jump they do not use."""
     P = np.zeros((k, k), dtype=np.int64)
     if k < 2 or ports <= 0:
         return P
@@ -206,11 +285,12 @@ def pattern(k: int, ports: int) -> np.ndarray:
     _local_links(P, tuple(range(k)), jumps)
     if odd:
         taken = {m % k for m in jumps} | {-m % k for m in jumps}
-        j = next((j for j in range(3, k, 2) if j not in taken), None)
+        fits = 0 < jump < k and (jump % 2 == 1 or 2 * jump == k) and jump not in taken
+        j = jump if fits else next((j for j in range(3, k, 2) if j not in taken), None)
         if j is not None:
-            even = np.arange(0, k, 2)
-            np.add.at(P, (even, (even + j) % k), 1)
-            np.add.at(P, ((even + j) % k, even), 1)
+            ends = np.arange(k // 2) if 2 * j == k else np.arange(0, k, 2)
+            np.add.at(P, (ends, (ends + j) % k), 1)
+            np.add.at(P, ((ends + j) % k, ends), 1)
     return P
 
 
@@ -251,10 +331,15 @@ def random_pattern(k: int, ports: int, rng: np.random.Generator
 def pattern_cycles(P: np.ndarray, tours: int, rng: np.random.Generator,
                    known: Sequence[tuple[int, ...]] = ()) -> list[tuple[int, ...]]:
     """Step 3's one-hop Hamiltonian cycles of the pattern ``P`` (positions ``0..k-1``): the
-    ``known`` ones (a random pattern's), its circulant orders and those of ``tours`` 2-opt
-    tours that need no second hop."""
+    ``known`` ones (a random pattern's), its circulant orders, those of ``tours`` 2-opt
+    tours that need no second hop and, when a member has an odd number of links (a ring
+    plus a matching), up to ``HAM_PER_MEMBER k`` found by
+    :func:`~topoopt_milp.core.tours.hamiltonian_cycles` (the circulant orders and the tours
+    of such a pattern are mostly the ring itself, which leaves the matching idle)."""
     k = len(P)
     cycles = {_undirected(tuple(o)) for o in known}
+    if k > 3 and (P.sum(axis=1) % 2 == 1).any():
+        cycles |= {_undirected(o) for o in hamiltonian_cycles(P, HAM_PER_MEMBER * k)}
     for m in range(1, k):  # the circulant orders of the pattern (TotientPerms' rings)
         o = tuple((i * m) % k for i in range(k))
         if gcd(m, k) == 1 and all(P[a, b] for a, b in zip(o, o[1:] + o[:1])):
@@ -340,21 +425,28 @@ def _undirected(order: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def group_split_links(instance: Instance, ports: int = 0, tours: int = 12, seed: int = 0,
-                      kind: str = "jumps", rule: str = "uniform"
+                      kind: str = "jumps", rule: str = "uniform", cross: str = "mp",
+                      jump: int = 0, half: int | None = None
                       ) -> tuple[np.ndarray, list[Ring], int, int]:
     """The construction of the module docstring with ring patterns of ``kind`` (``jumps`` or
-    ``random``) and ring ports by ``rule`` (``uniform``: ``ring_ports`` for every set, or
-    ``load``: :func:`load_ports`): ``(L, rings, ring ports, MP links)``."""
+    ``random``; ``jump``: :func:`pattern`'s, or with ``half`` for a set of ``k`` members
+    ``k / 2 + half``), ring ports by ``rule`` (``uniform``:
+    ``ring_ports`` for every set, or ``load``: :func:`load_ports`) and links between the
+    sets by ``cross`` (``mp``: :func:`mp_links`; ``cycle``: :func:`cycle_links`, then
+    :func:`mp_links` on the ports left): ``(L, rings, ring ports, links between sets)``."""
     if kind not in PATTERNS[:2]:
         raise ValueError(f"pattern: {kind!r} is not one of {', '.join(PATTERNS[:2])}")
     if rule not in PORT_RULES:
         raise ValueError(f"port_rule: {rule!r} is not one of {', '.join(PORT_RULES)}")
+    if cross not in CROSS_RULES:
+        raise ValueError(f"cross: {cross!r} is not one of {', '.join(CROSS_RULES)}")
     a = ring_ports(instance, ports)
-    L, rings, made = _build(instance, a, kind, tours, seed, rule)
+    L, rings, made = _build(instance, a, kind, tours, seed, rule, cross, jump, half)
     return L, rings, a, made
 
 
-def _build(instance: Instance, a: int, kind: str, tours: int, seed: int, rule: str
+def _build(instance: Instance, a: int, kind: str, tours: int, seed: int, rule: str,
+           cross: str = "mp", jump: int = 0, half: int | None = None
            ) -> tuple[np.ndarray, list[Ring], int]:
     """Steps 1-3 with ``a`` ring ports and patterns of ``kind``: ``(L, rings, MP links)``. A
     random pattern is drawn once per (set size, ports), so sets of one size keep the
@@ -367,15 +459,21 @@ def _build(instance: Instance, a: int, kind: str, tours: int, seed: int, rule: s
     rng = np.random.default_rng(seed)
     drawn: dict[tuple[int, int], tuple[np.ndarray, list[tuple[int, ...]]] | None] = {}
     cycles: dict[Key, list[tuple[int, ...]]] = {}
+    found: dict[tuple[int, int], list[tuple[int, ...]]] = {}
     for key in merged:
         k, ports = len(key), alloc[key]
         if kind == "random" and (k, ports) not in drawn:
             drawn[k, ports] = random_pattern(k, ports, rng)
-        P, known = drawn.get((k, ports)) or (pattern(k, ports), [])
+        j = jump if half is None else k // 2 + half
+        P, known = drawn.get((k, ports)) or (pattern(k, ports, j), [])
         idx = np.asarray(key)
         L[np.ix_(idx, idx)] += P
-        cycles[key] = [tuple(key[i] for i in o) for o in pattern_cycles(P, tours, rng, known)]
-    made = mp_links(instance, L, primary_sets(instance))
+        if (k, ports) not in found:  # one pattern per (size, ports): its cycles once
+            found[k, ports] = pattern_cycles(P, tours, rng, known)
+        cycles[key] = [tuple(key[i] for i in o) for o in found[k, ports]]
+    primary = primary_sets(instance)
+    made = cycle_links(instance, L, primary) if cross == "cycle" else 0
+    made += mp_links(instance, L, primary)
     if instance.regular:
         fill_free_ports(L, d)
     if traffic_is_split(L, instance):
@@ -398,18 +496,26 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     started = time.perf_counter()
     p = options.method
     best = None
+    # the cycle rule's matchings: which one pays depends on how the cross links meet the
+    # ring (gpt3-1.3b-n32/64/128-d4 under the route LP: k / 2, k / 2 - 1, k / 2 - 3 best),
+    # so the nearest ones to k / 2 are all built and the method's own routing picks
+    halves = HALVES if p.cross == "cycle" and p.matching_jump == 0 else (None,)
     for kind in ("jumps", "random") if p.pattern == "best" else (p.pattern,):
-        L, rings, a, made = group_split_links(instance, p.ring_ports, p.ring_tours,
-                                              options.seed, kind, p.port_rule)
-        topo = Topology(L)
-        routed = route_with(instance, topo, rings, options, "shortest")
-        ports = f"at most {a}" if p.port_rule == "load" else f"{a}"
-        res = heuristic_result("group-split", instance, topo, routed, options, started,
-                               f"{kind} pattern, {ports} ring port(s) per node, {made} MP "
-                               f"link(s)")
-        if best is None or (res.objective is not None and (
-                best.objective is None or res.objective < best.objective)):
-            best = res
+        for half in halves if kind == "jumps" else (None,):
+            L, rings, a, made = group_split_links(instance, p.ring_ports, p.ring_tours,
+                                                  options.seed, kind, p.port_rule, p.cross,
+                                                  p.matching_jump, half)
+            topo = Topology(L)
+            routed = route_with(instance, topo, rings, options, "shortest")
+            ports = f"at most {a}" if p.port_rule == "load" else f"{a}"
+            match = "" if half is None else f", matching k/2{half:+d}" if half else ", matching k/2"
+            res = heuristic_result("group-split", instance, topo, routed, options, started,
+                                   f"{kind} pattern{match}, {ports} ring port(s) per node, "
+                                   f"{made} {'cycle and MP' if p.cross == 'cycle' else 'MP'} "
+                                   f"link(s)")
+            if best is None or (res.objective is not None and (
+                    best.objective is None or res.objective < best.objective)):
+                best = res
     return best
 
 
