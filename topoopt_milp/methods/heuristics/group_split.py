@@ -225,8 +225,10 @@ def cycle_links(instance: Instance, L: np.ndarray, primary: np.ndarray) -> int:
     the cycle joins them too, and a set's ring bytes can detour through the two sets next
     to it, using their spare capacity. On GPT-3 (stage groups, the first stage's ring the
     heaviest), with the route LP over the sets' one-hop Hamiltonian cycles and tours (free
-    split): gpt3-1.3b-n32-d4 0.0746 s and gpt3-1.3b-n64-d4 0.0789 s against 0.0780 and
-    0.0832 s for the best solutions known before (results/certify-d4-cycle.md)."""
+    split): gpt3-1.3b at n = 32 / 64 / 128 0.0746 / 0.0789 / 0.0819 s against 0.0780 /
+    0.0833 / 0.0859 s for the best solutions known before, gpt3-13b at n = 64 / 128 0.3899 /
+    0.4131 s against 0.4028 / 0.4218 s (certify, T = 600 s, the start itself was the best
+    solution: results/certify-d4-cycle.md)."""
     d = instance.degree
     sets = [int(x) for x in np.unique(primary[primary >= 0])]
     if len(sets) < 2:
