@@ -137,12 +137,15 @@ class GroupSplitParams(RoutingParams):
                                      "at the busiest node (load; disjoint sets only).",
                           choices=PORT_RULES)
     cross: str = knob("mp", "group-split: links between the member sets: to MP partners "
-                            "(mp), or every node's free ports to the two sets next to its "
-                            "own in a cycle of the sets ordered by MP (cycle: the sets relay "
-                            "each other's ring bytes).", choices=CROSS_RULES)
+                            "(mp), or the sets in a cycle ordered by MP, each set's free "
+                            "ports split between its two neighbours (cycle: the last "
+                            "pipeline stage joins the first; the sets relay each other's "
+                            "ring bytes).", choices=CROSS_RULES)
     matching_jump: int = knob(0, "group-split: with an odd ring share, the matching i <-> i + "
-                                 "j (even i) of the pattern (0: the smallest odd jump the "
-                                 "rings do not use).", minimum=0)
+                                 "j (even i; j = k/2: i < k/2) of the pattern (0: with "
+                                 "--cross cycle the ones near k/2, best by the own routing, "
+                                 "else the smallest odd jump the rings do not use).",
+                              minimum=0)
 
 
 def ring_ports(instance: Instance, ports: int = 0) -> int:
