@@ -107,10 +107,11 @@ def hamiltonian_cycles(adj: np.ndarray, count: int, budget: int = HAM_STEPS) -> 
 
     Why this search: on a ring plus a matching (three ports, :func:`..methods.heuristics.
     group_split.pattern`) it finds the ring first and then, backtracking, cycles through
-    the matching that split the ring bytes over all three arcs of a member equally (1/3
-    each at k = 8, 16 and 32: 5, 24 and 100 cycles); searches that try the neighbours in a
-    random order (restarted, Warnsdorff's rule or not) ran out of steps with 1-30 cycles
-    at k = 32, over which no split loads every arc below 0.4 of the ring bytes. 2-opt
+    the matching; a split of the ring bytes over them loads no arc above 1/3 (every arc
+    equally) with the matchings i + 5 at k = 8 (6 cycles), i + 7 at k = 16 (24) and i + 13
+    at k = 32 (all 138), and 3/8 over the 5 cycles of i <-> i + 4 at k = 8; searches that
+    try the neighbours in a random order (restarted, Warnsdorff's rule or not) ran out of
+    steps with 1-30 cycles at k = 32, over which no split stays below 0.4. 2-opt
     tours (:func:`tour`) that need no second hop are mostly the ring itself. All 138
     cycles of the k = 32 pattern take ~4 M steps, hence the budget."""
     k = len(adj)

@@ -87,9 +87,9 @@ def group_cycles(members: Sequence[int], links: np.ndarray, per_member: int,
                  budget: int = HAM_STEPS) -> list[Order]:
     """Up to ``per_member k`` Hamiltonian cycles of the links among a group's ``k`` members
     (:func:`~topoopt_milp.core.tours.hamiltonian_cycles` within ``budget`` steps, canonical
-    orders of member ids)
-    when every member has at least two links in the group and one has an odd number (a
-    ring plus a matching, as group-split lays on three ports); none otherwise.
+    orders of member ids) when every member has at least two links in the group and one has
+    an odd number (a ring plus a matching, as group-split lays on three ports); none
+    otherwise.
 
     Why: a ring split over such a group's one-hop cycles loads all three of a member's
     arcs, but the tours find mostly the ring itself. On gpt3-1.3b-n32-d4 (group-split,
@@ -102,7 +102,6 @@ def group_cycles(members: Sequence[int], links: np.ndarray, per_member: int,
         return []
     return [canonical(tuple(int(m[i]) for i in o))
             for o in hamiltonian_cycles(sub, per_member * len(m), budget)]
-
 
 
 def extra_orders(cands: Mapping[int, Sequence[Order]], instance: Instance) -> int:
