@@ -59,6 +59,7 @@ def tour_candidates(instance: Instance, links: np.ndarray, loads: np.ndarray | N
         util = np.where(links > 0, w / max(float(w.max()), 1e-300), 0.0)
     plain = np.where(np.isfinite(dist), dist, 1e6)
     rng = np.random.default_rng(seed)
+    steps = HAM_STEPS // max(1, len(instance.allreduce))  # one budget for all (1-2 s)
     out: dict[int, list[Order]] = {}
     for g, orders in candidate_orders(instance).items():
         members = instance.allreduce[g].members
@@ -72,8 +73,7 @@ def tour_candidates(instance: Instance, links: np.ndarray, loads: np.ndarray | N
                 if cand not in have:
                     have.add(cand)
                     extra.append(cand)
-        if cycles_per_member:  # one search budget shared by the groups (1-2 s in all)
-            steps = HAM_STEPS // max(1, len(instance.allreduce))
+        if cycles_per_member:
             for o in group_cycles(members, links, cycles_per_member, steps):
                 for cand in (o, canonical((o[0], *reversed(o[1:])))):
                     if cand not in have:

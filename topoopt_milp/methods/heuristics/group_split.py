@@ -505,11 +505,15 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     # ring (gpt3-1.3b-n32/64/128-d4 under the route LP: k / 2, k / 2 - 1, k / 2 - 3 best),
     # so the nearest ones to k / 2 are all built and the method's own routing picks
     halves = HALVES if p.cross == "cycle" and p.matching_jump == 0 else (None,)
+    built: set[bytes] = set()  # two halves can name one matching (a jump the rings use)
     for kind in ("jumps", "random") if p.pattern == "best" else (p.pattern,):
         for half in halves if kind == "jumps" else (None,):
             L, rings, a, made = group_split_links(instance, p.ring_ports, p.ring_tours,
                                                   options.seed, kind, p.port_rule, p.cross,
                                                   p.matching_jump, half)
+            if L.tobytes() in built:
+                continue
+            built.add(L.tobytes())
             topo = Topology(L)
             routed = route_with(instance, topo, rings, options, "shortest")
             ports = f"at most {a}" if p.port_rule == "load" else f"{a}"
