@@ -133,6 +133,23 @@ FULL = (
     Sweep("coopt", ("coopt/*-n16-d4.json",), ("alloc-benders",), time_limit=60),
     Sweep("mixed", ("mixed/mixed-n12-*.json", "mixed/mixed-n16-d4-*.json"), ("alloc-benders",),
           time_limit=60),
+    # Refresh of 2026-12-05 (new run keys: the runs above stay). What certify's portfolio
+    # runs that the runs above predate: the bounds of both ring spaces with the gateway and
+    # neighbourhood MILPs (1-4 s a run), alloc-search from the group-split starts (the cycle
+    # rule) and alloc-orbit where the traffic keeps a shift symmetry that helps (bert).
+    *(Sweep(fam, (f"{fam}/*.json",), ("lower-bounds",), time_limit=60,
+            settings={"rings": rings}) for fam in ("coopt", "mixed") for rings in ("choose", "any")),
+    Sweep("coopt", tuple(f"coopt/{m}-n128-d4.json" for m in OPEN_D4), ("alloc-search",),
+          time_limit=300, settings={"rings": "tours"}),
+    Sweep("mixed", ("mixed/mixed-n128-d4-*.json",), ("alloc-search",), time_limit=300,
+          settings={"rings": "tours"}),
+    Sweep("coopt", tuple(f"coopt/{m}-n{k}-d4{b}.json" for k in (32, 64) for m in OPEN_D4
+                         for b in ("", "-b25", "-b400") if b == "" or k == 64),
+          ("alloc-search",), time_limit=90, settings={"rings": "tours"}),
+    Sweep("mixed", ("mixed/mixed-n32-d4-*.json", "mixed/mixed-n64-d4-*.json"),
+          ("alloc-search",), time_limit=90, settings={"rings": "tours"}),
+    Sweep("coopt", ("coopt/bert-n64-d4*.json", "coopt/bert-n128-d4.json"), ("alloc-orbit",),
+          time_limit=150),
 )
 
 
