@@ -24,7 +24,7 @@ row. Usage::
 
     python benchmarks/bench_certify.py [--time-limit 600] [--jobs 2]
         [--instances instances/coopt instances/mixed instances/alltoall] [--match n128]
-        [--out results/certify] [--solutions results/certify-solutions]
+        [--out results/certify] [--solutions results/certify-solutions] [--store FILE]
 """
 
 from __future__ import annotations
@@ -81,13 +81,15 @@ def moved(old_best, old_bound, new_best, new_bound) -> str:
     return side
 
 
-def run_one(path: Path, time_limit: float, jobs: int, out: Path | None = None
-            ) -> tuple[dict | None, float, str]:
+def run_one(path: Path, time_limit: float, jobs: int, out: Path | None = None,
+            store: Path | None = None) -> tuple[dict | None, float, str]:
     cmd = [sys.executable, "-c", "from topoopt_milp.cli import main; main()", "certify", str(path),
            "--time-limit",
            str(time_limit), "--format", "json", "--jobs", str(jobs)]
     if out is not None:
         cmd += ["--out", str(out)]
+    if store is not None:
+        cmd += ["--store", str(store)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - t0
@@ -152,6 +154,10 @@ def main(argv=None) -> int:
                     help="keep every best solution that beats the old best as "
                          "SOLUTIONS/<instance>.json (certify --out: the file its run wrote "
                          "and the independent checker accepted)")
+    ap.add_argument("--store", type=Path, default=None,
+                    help="record every run of every portfolio in this run store (certify "
+                         "--store): with results/runs.sqlite, `reproduce` builds the tables "
+                         "and the headline from them too")
     args = ap.parse_args(argv)
     old = old_rows(args.old)
     found = [f for f in find_instances(args.instances) if f.instance is not None]
@@ -167,7 +173,7 @@ def main(argv=None) -> int:
         if args.solutions is not None:
             (args.solutions / "tmp").mkdir(parents=True, exist_ok=True)
             sol = args.solutions / "tmp" / f"{inst.name}.json"
-        data, wall, err = run_one(f.path, args.time_limit, args.jobs, sol)
+        data, wall, err = run_one(f.path, args.time_limit, args.jobs, sol, args.store)
         key = (fam, workload_of(inst.to_dict()["meta"]), inst.n, inst.degree, float(inst.link_gbps))
         o = old.get(key)
         row = {"family": fam, "instance": inst.name, "n": inst.n, "degree": inst.degree,

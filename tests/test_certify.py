@@ -39,13 +39,14 @@ def a2a(n, d):
                          name=f"a2a-n{n}-d{d}")
 
 
-def run_certify(tmp_path, inst, time_limit):
+def run_certify(tmp_path, inst, time_limit, *extra):
     path = tmp_path / "inst.json"
     inst.save(path)
     out = tmp_path / "best.json"
     t0 = time.perf_counter()
     res = CliRunner().invoke(main, ["certify", str(path), "--time-limit", str(time_limit),
-                                    "--format", "json", "--out", str(out), "--jobs", "2"])
+                                    "--format", "json", "--out", str(out), "--jobs", "2",
+                                    *extra])
     wall = time.perf_counter() - t0
     assert res.exit_code == 0, res.output
     lines = [x for x in res.output.splitlines() if x.strip()]
@@ -73,10 +74,19 @@ def check_certificate(data, out, path, wall, time_limit, opt):
 
 
 def test_certify_a2a_n5_against_brute_force(tmp_path):
+    """With --store, every run of the portfolio is a row of the run store too: the tables
+    and `reproduce` see the runs certify made (its best solution among them)."""
+    from topoopt_milp.bench.store import load_runs
+
     inst = a2a(5, 2)  # the 5-cycle is the only 2-regular simple graph; multigraphs are worse
     opt = brute_force_optimum(inst)
-    data, out, path, wall = run_certify(tmp_path, inst, 4)
+    store = tmp_path / "runs.sqlite"
+    data, out, path, wall = run_certify(tmp_path, inst, 4, "--store", str(store))
     check_certificate(data, out, path, wall, 4, opt)
+    runs = load_runs(store)
+    assert len(runs) > 1 and runs["run_key"].is_unique
+    assert set(runs["family"]) == {tmp_path.name}  # the folder, as `bench` records it
+    assert runs["objective"].min() == pytest.approx(data["objective"], rel=1e-9)
 
 
 @pytest.mark.slow

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -33,8 +35,12 @@ from .options import cores, jobs_option
                    "solution file (with or without a routing; its rings too), an edge list "
                    "or GraphML file.")
 @topology_format_option
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
+              help="Also record every run of the portfolio in this SQLite run store (created "
+                   "if missing), as `bench` and `reproduce` do, so that `table`, `report` "
+                   "and `reproduce` see them.")
 def certify(instance_path, time_limit, out, fmt, jobs, exact_max_n, seed, topology_path,
-            topology_fmt) -> None:
+            topology_fmt, store_path) -> None:
     """Best solution and best bound of INSTANCE within --time-limit seconds.
 
     Runs every registered method that applies, chosen by its spec: the cheap heuristics and
@@ -47,18 +53,25 @@ def certify(instance_path, time_limit, out, fmt, jobs, exact_max_n, seed, topolo
     ring order is closed (status optimal)."""
     from ..bench.portfolio import EXACT_MAX_N, process_start
     from ..bench.portfolio import certify as run_portfolio
+    from ..bench.runner import instance_family
+    from ..bench.store import RunStore
 
     instance = load_instance(instance_path)
     if topology_fmt is not None and topology_path is None:
         raise InputError("--topology-format: only with --topology FILE")
     if topology_path is not None:
         instance = fixed_instance(instance, topology_path, None, instance_path, topology_fmt)
-    cert = run_portfolio(instance, time_limit, jobs=jobs or cores(),
-                         exact_max_n=EXACT_MAX_N if exact_max_n is None else exact_max_n,
-                         seed=seed, instance_path=instance_path,
-                         # a process started for this command: its start-up counts too
-                         started=process_start() if "certify" in sys.argv[1:] else None,
-                         out=out)
+    with contextlib.ExitStack() as stack:
+        # opened first: a file that is not a run store is refused before the budget is spent
+        store = None if store_path is None else stack.enter_context(RunStore(store_path))
+        cert = run_portfolio(instance, time_limit, jobs=jobs or cores(),
+                             exact_max_n=EXACT_MAX_N if exact_max_n is None else exact_max_n,
+                             seed=seed, instance_path=instance_path,
+                             family=instance_family(instance, Path(instance_path)),
+                             on_record=None if store is None else store.put,
+                             # a process started for this command: its start-up counts too
+                             started=process_start() if "certify" in sys.argv[1:] else None,
+                             out=out)
     if out is not None and cert.best is None:
         raise InputError(f"--out: {out}: no solution found within {time_limit:g} s")
     if fmt == "json":
