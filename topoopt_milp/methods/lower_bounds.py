@@ -1,6 +1,7 @@
 """``lower-bounds``: the best valid lower bound of a ring scope, as a method (no solution).
 
-The bounds themselves are :mod:`topoopt_milp.methods.bounds.counting` and
+The bounds themselves are :mod:`topoopt_milp.methods.bounds.counting` (with
+:mod:`~topoopt_milp.methods.bounds.matching` and :mod:`~topoopt_milp.methods.bounds.port_classes`) and
 :mod:`topoopt_milp.methods.bounds.neighbourhood`, :mod:`topoopt_milp.methods.bounds.gateway`
 and :mod:`topoopt_milp.methods.bounds.coupled`
 (with their validity proofs); this module
@@ -132,7 +133,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
 
 
 ORDER = ("ideal_switch", "moore", "matching_any", "cut_any", "port_hop_any", "port_hop_totient",
-         "matching_totient", "cut_totient")
+         "matching_totient", "cut_totient", "port_class_any")
 RESERVE_S = 0.5  # kept for assembling and writing the result
 
 
@@ -174,6 +175,6 @@ def _child(f, instance: Instance, send) -> None:
 SPEC = MethodSpec(
     "lower-bounds", "alloc", "exact", "analytic", LowerBoundParams, solve,
     "lower bounds only (no solution): port-aware hop counting, cut-sets, ideal switch, Moore, "
-    "the one-hop b-matching, "
+    "the one-hop b-matching, the port classes of the AllReduce groups, "
     "the neighbourhood and gateway MILPs, optionally the Benders master", scope=bound_scope,
     memory=lambda i, o: dense_estimate(i))

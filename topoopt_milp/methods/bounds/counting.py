@@ -50,6 +50,9 @@ The matching bound of :mod:`.matching` (the one-hop bytes of all sources togethe
 b-matching, beside the ring edges that can go one hop) is listed here too, as
 ``"matching_any"`` and ``"matching_totient"``.
 
+The port-class bound of :mod:`.port_classes` (per AllReduce group, how many nodes have ``j``
+ports out of it and what their other arcs must carry) is listed as ``"port_class_any"``.
+
 The method ``lower-bounds`` (:mod:`topoopt_milp.methods.lower_bounds`) reports the best of them,
 optionally with the alloc-benders master's bound
 (:func:`topoopt_milp.methods.alloc_benders.decomposition.master_bound`).
@@ -67,6 +70,7 @@ from ...core.evaluate import ideal_switch_time, moore_lower_bound
 from ...core.instance import Instance
 from .bisect import last_failing
 from .matching import matching_bound
+from .port_classes import port_class_bound
 
 SCOPES = ("any", "totient")
 
@@ -224,6 +228,7 @@ BOUNDS: dict[str, tuple[Callable[[Instance], float], str]] = {
     "port_hop_totient": (lambda inst: port_hop_bound(inst, "totient"), "totient"),
     "cut_any": (lambda inst: cut_bound(inst, "any"), "any"),
     "cut_totient": (lambda inst: cut_bound(inst, "totient"), "totient"),
+    "port_class_any": (port_class_bound, "any"),
 }
 
 
