@@ -122,7 +122,12 @@ class _System:
         self.d = d = instance.degree
         mp = instance.mp_matrix() / scale
         ring = ring / scale
-        same = part[:, None] == part[None, :]
+        # MP bytes of every node to / from its own part (n x parts sums, no n x n temporaries)
+        onehot = np.zeros((instance.n, int(part.max()) + 1))
+        onehot[np.arange(instance.n), part] = 1.0
+        own_out = (mp @ onehot)[np.arange(instance.n), part]
+        own_in = (mp.T @ onehot)[np.arange(instance.n), part]
+        total_out, total_in = mp.sum(axis=1), mp.sum(axis=0)
         self.index: dict[tuple, int] = {}
         # rows: (terms {var: coef}, the coefficient of c on n (a dict), rhs)
         self.ub: list[tuple[dict, dict, float]] = []
@@ -132,8 +137,9 @@ class _System:
         for g in parts:
             mem = np.flatnonzero(part == g)
             r = float(ring[mem[0]])
-            flows = {"co": (mp[mem] * ~same[mem]).sum(1), "ci": (mp[:, mem] * ~same[:, mem]).sum(0),
-                     "ma": (mp[mem] * same[mem]).sum(1), "mb": (mp[:, mem] * same[:, mem]).sum(0)}
+            flows = {"co": np.maximum(total_out[mem] - own_out[mem], 0.0),
+                     "ci": np.maximum(total_in[mem] - own_in[mem], 0.0),
+                     "ma": own_out[mem], "mb": own_in[mem]}
             self.eq.append(({self.v("n", g, j): 1.0 for j in range(d + 1)}, float(len(mem))))
             for name, vals in flows.items():
                 self.eq.append(({self.v(name, g, j): 1.0 for j in range(d + 1)}, float(vals.sum())))
@@ -179,11 +185,14 @@ class _System:
             for name in ("xin", "xout"):
                 self.ub.append(({**{self.v(name, g, j): 1.0 for j in range(1, d + 1)},
                                  self.v("X", g): -1.0}, {}, 0.0))
-        for g in parts:  # the detours of g are relayed outside g, and all by some relay
-            self.ub.append(({self.v("X", g): 1.0, **{k: -1.0 for h in parts if h != g
-                                                        for k in relays[h]}}, {}, 0.0))
-        self.ub.append(({**{self.v("X", g): 1.0 for g in parts},
-                         **{k: -1.0 for g in parts for k in relays[g]}}, {}, 0.0))
+        # the detours of g are relayed outside g (X_g + relays in g <= all relays), and all
+        # of them by some relay; "all relays" is one column, so each row stays short
+        every = self.v("relays")
+        self.eq.append(({every: 1.0, **{k: -1.0 for g in parts for k in relays[g]}}, 0.0))
+        for g in parts:
+            self.ub.append(({self.v("X", g): 1.0, **{k: 1.0 for k in relays[g]}, every: -1.0},
+                            {}, 0.0))
+        self.ub.append(({**{self.v("X", g): 1.0 for g in parts}, every: -1.0}, {}, 0.0))
 
     def v(self, *key) -> int:
         return self.index.setdefault(key, len(self.index))
