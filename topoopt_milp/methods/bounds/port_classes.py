@@ -8,7 +8,8 @@ a node relays a byte between two links *out of its group* only if it has two of 
 bound counts, per group and per number ``j`` of ports out, the nodes and the bytes their arcs
 must carry, and asks for the least link capacity at which some fractional mix of these classes
 carries everything. On ``mixed-n128-d4-g4-mp05`` (4 rings of 32 with 5% all-to-all MP) it is
-0.06204 s against 0.05263 s for the best earlier bound (the ideal switch 0.05041 s).
+0.06257 s against 0.05263 s for the best earlier bound (the ideal switch 0.05041 s; the best
+solution known 0.06921 s).
 
 Setting. The AllReduce groups are disjoint (else the bound does not apply and is 0); the
 *parts* are the groups and, if any, the set of nodes in no group. For a node ``v`` in part
@@ -35,11 +36,11 @@ load). For every node ``v`` put on its arcs the following incidences (a byte on 
 * ``h_v``: MP bytes from other parts to other nodes of ``v``'s part for which ``v`` is the first
   node of the part after the last crossing arc: they arrive on a crossing arc and leave on an
   internal one;
-* relays, bytes with both ends outside ``v``'s part that enter ``v`` on a crossing arc: those
-  that leave on a crossing arc (``rcc_v``; on two *different* links, as the path is simple, so
-  ``rcc_v = 0`` unless ``j_v >= 2``), those that leave on an internal arc (``rci_v``), and those
-  that entered the part on another node and leave it at ``v`` (``ric_v``: in on an internal arc,
-  out on a crossing arc).
+* relays, bytes that enter ``v`` on a crossing arc and whose destination is outside ``v``'s
+  part: those that leave on a crossing arc (``rcc_v``; on two *different* links, as the path
+  is simple, so ``rcc_v = 0`` unless ``j_v >= 2``), those that leave on an internal arc
+  (``rci_v``), and those that entered the part on another node and leave it at ``v``
+  (``ric_v``: in on an internal arc, out on a crossing arc).
 
 These incidences are distinct (they differ in the byte's ends or in the arc), so for every
 ``v``::
@@ -57,7 +58,22 @@ An internal byte of ``g`` that uses a crossing arc arrives at its destination on
 arc or not, and leaves its source on one or not, but it is always relayed by a node outside
 ``g`` (the first node it visits outside ``g`` enters it on a crossing arc): with ``X_g`` those
 bytes, ``sum xin <= X_g``, ``sum xout <= X_g`` and ``X_g <= sum over the nodes outside g of
-(rcc + rci)``, and ``sum_g X_g`` is at most all the relays. Nodes with ``j_v = 0`` have
+(rcc + rci)``.
+
+One hop. A node with ``j`` crossing ports has at most ``j`` neighbours in other parts, so at
+most its ``j`` largest MP demands to other parts go in one hop (``top_out``; ``top_in`` for
+those arriving). An ``a`` byte that does not (its path ``s = p_0, ..., p_k = t``, ``k >= 2``)
+has an ``h`` incidence or a relay incidence: if the last entry into ``t``'s part is at a node
+other than ``t``, that node has ``h``; else ``p_{k-1}`` is outside ``t``'s part, and the first
+node of its part's last stretch before ``t`` was entered on a crossing arc (the stretch cannot
+start at ``s``, as ``p_1`` is outside ``s``'s part) while ``t`` lies outside that part: a relay.
+Likewise a ``b`` byte of more than one hop has an ``f`` or a relay incidence. With ``Y`` the
+relay incidences of MP bytes::
+
+    sum a <= sum top_out + sum h + Y,   sum b <= sum top_in + sum f + Y,
+    sum_g X_g + Y <= all relays
+
+(the detours and the MP bytes are different bytes). Nodes with ``j_v = 0`` have
 ``xin = xout = a = b = f = h = 0`` and no relays.
 
 Relaxation. Summing the node rows over the nodes of part ``g`` with ``j_v = j`` gives the same
@@ -66,7 +82,9 @@ capacities and class sums for the rest, ``n_gj`` the number of such nodes
 (``sum_j n_gj = |g|``). The MP of a class is only tied to the class sums of its part, except
 that the ``n_g0`` nodes without a crossing port send at least the ``n_g0`` smallest ``co_v``
 of the part (and likewise for ``ci``, ``ma``, ``mb``): a convex piecewise-linear function of
-``n_g0``, written as the maximum of its pieces. Letting the ``n_gj`` and every class sum be
+``n_g0``, written as the maximum of its pieces; and the ``n_gj`` nodes with ``j`` ports
+out send in one hop at most the ``n_gj`` largest ``top_out`` for ``j`` of the part (concave:
+the minimum of its pieces). Letting the ``n_gj`` and every class sum be
 real and non-negative keeps each solution feasible, so the linear system has a solution at
 ``c = B T`` for every solution of time ``T``. The capacities enter as ``c n_gj``: for a fixed
 ``c`` the system is linear, and a larger ``c`` only relaxes it, so the least feasible ``c`` is
@@ -115,6 +133,29 @@ def _smallest_pieces(values: np.ndarray) -> list[tuple[float, float]]:
     return [(float(prefix[i] - a[i] * i), float(a[i])) for i in range(len(a))]
 
 
+def _top_cross(mp: np.ndarray, part: np.ndarray, d: int, block: int = 512) -> np.ndarray:
+    """Per row ``v`` of ``mp``, the sums of its ``k`` largest entries outside ``v``'s part,
+    ``k = 1..d`` (an ``n x d`` array); rows in blocks, so no ``n x n`` temporary."""
+    n = mp.shape[0]
+    k = min(d, n)
+    out = np.zeros((n, d))
+    for lo in range(0, n, block):
+        rows = mp[lo:lo + block].copy()
+        rows[part[lo:lo + block, None] == part[None, :]] = 0.0
+        top = -np.sort(-np.partition(rows, n - k, axis=1)[:, n - k:], axis=1)
+        out[lo:lo + block, :k] = np.cumsum(top, axis=1)
+    out[:, k:] = out[:, k - 1:k]
+    return out
+
+
+def _largest_pieces(values: np.ndarray) -> list[tuple[float, float]]:
+    """The pieces ``(c0, s)`` of ``k -> sum of the k largest values`` (concave, piecewise
+    linear in real ``k``): the function is the minimum over pieces of ``c0 + s k``."""
+    a = np.sort(values)[::-1]
+    prefix = np.concatenate([[0.0], np.cumsum(a)])
+    return [(float(prefix[i] - a[i] * i), float(a[i])) for i in range(len(a))]
+
+
 class _System:
     """The linear rows of the lemma for one instance; :meth:`excess` at a capacity."""
 
@@ -128,6 +169,9 @@ class _System:
         own_out = (mp @ onehot)[np.arange(instance.n), part]
         own_in = (mp.T @ onehot)[np.arange(instance.n), part]
         total_out, total_in = mp.sum(axis=1), mp.sum(axis=0)
+        # the most a node with k crossing ports sends / receives in one hop, k = 1..d
+        top_out, top_in = _top_cross(mp, part, d), _top_cross(mp.T, part, d)
+        one_hop = ({}, {})  # the a / b incidences of one hop, per (part, class)
         self.index: dict[tuple, int] = {}
         # rows: (terms {var: coef}, the coefficient of c on n (a dict), rhs)
         self.ub: list[tuple[dict, dict, float]] = []
@@ -180,6 +224,12 @@ class _System:
                 f_sum.update({co: 1.0, a: -1.0, f: -1.0})
                 h_sum.update({ci: 1.0, b: -1.0, h: -1.0})
             self.ub += [(f_sum, {}, 0.0), (h_sum, {}, 0.0)]
+            for j in range(1, d + 1):
+                for side, top in enumerate((top_out, top_in)):
+                    col = self.v("one_hop", side, g, j)
+                    one_hop[side][col] = 1.0
+                    for c0, s in _largest_pieces(top[mem, j - 1]):
+                        self.ub.append(({col: 1.0, self.v("n", g, j): -s}, {}, c0))
             self.eq.append(({**{self.v("rci", g, j): 1.0 for j in range(1, d + 1)},
                              **{self.v("ric", g, j): -1.0 for j in range(1, d + 1)}}, 0.0))
             for name in ("xin", "xout"):
@@ -192,7 +242,16 @@ class _System:
         for g in parts:
             self.ub.append(({self.v("X", g): 1.0, **{k: 1.0 for k in relays[g]}, every: -1.0},
                             {}, 0.0))
-        self.ub.append(({**{self.v("X", g): 1.0 for g in parts}, every: -1.0}, {}, 0.0))
+        mp_relays = self.v("mp_relays")
+        self.ub.append(({**{self.v("X", g): 1.0 for g in parts}, mp_relays: 1.0, every: -1.0},
+                        {}, 0.0))
+        # the one-hop rows: a byte of an a / b incidence that is not one hop has an h / f or
+        # a relay incidence
+        classes = [(g, j) for g in parts for j in range(1, d + 1)]
+        for side, (own, other) in enumerate((("a", "h"), ("b", "f"))):
+            self.ub.append(({**{self.v(own, g, j): 1.0 for g, j in classes},
+                             **{self.v(other, g, j): -1.0 for g, j in classes},
+                             **{k: -1.0 for k in one_hop[side]}, mp_relays: -1.0}, {}, 0.0))
 
     def v(self, *key) -> int:
         return self.index.setdefault(key, len(self.index))
