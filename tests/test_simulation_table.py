@@ -128,3 +128,25 @@ def test_a_run_keeps_the_cached_rows_of_instances_it_has_not_reached(tmp_path, m
     simulation.simulation_table(runs, tmp_path)
     kept = pd.read_csv(tmp_path / "simulation.csv")
     assert sorted(set(kept["instance"])) == ["a", "z"] and len(kept) == 2 * len(simulation.METHODS)
+
+
+def test_cached_rows_show_todays_headline(tmp_path, monkeypatch):
+    """A cached row keeps its simulation but takes the headline's numbers of today: a better
+    best solution in the store must not leave the old best_headline_s beside it."""
+    from topoopt_milp.bench import simulation
+
+    cached = _df({"a": {m: (1.0, 1.0) for m in simulation.METHODS}})
+    cached = cached.assign(workload="bert", n=16, degree=4, link_gbps=100.0,
+                           headline_s=9.0, best_headline_s=9.0)
+    cached.to_csv(tmp_path / "simulation.csv", index=False)
+    runs = pd.DataFrame({"family": ["coopt"], "instance_hash": ["ha"], "instance_name": ["a"],
+                         "n": [16], "instance_path": ["unused.json"]})
+    head = pd.DataFrame([{"family": "coopt", "n": 16, "degree": 4, "link_gbps": 100.0,
+                          "workload": "bert", "tf_s": 2.0, "tp_s": 3.0, "tf_lp_s": 1.5,
+                          "tp_lp_s": 1.6, "best_s": 0.8}])
+    monkeypatch.setattr(simulation, "headline_table", lambda runs, families: head)
+    df = simulation.simulation_table(runs, tmp_path, cached_only=True)
+    got = dict(zip(df["method"], df["headline_s"]))
+    assert got == {"topologyfinder": 2.0, "totientperms": 3.0, "topologyfinder-lp": 1.5,
+                   "totientperms-lp": 1.6, "best": 0.8}
+    assert set(df["best_headline_s"]) == {0.8} and set(df["simulated_s"]) == {1.0}

@@ -110,6 +110,23 @@ def simulate_solution(instance: Instance, result) -> dict:
             "sim_wall_s": time.perf_counter() - t0}
 
 
+def headline_values(head: dict) -> dict:
+    """The headline's objective per simulated method (the ``headline_s`` column)."""
+    return {"topologyfinder": head.get("tf_s"), "totientperms": head.get("tp_s"),
+            "topologyfinder-lp": head.get("tf_lp_s"), "totientperms-lp": head.get("tp_lp_s"),
+            "best": head.get("best_s")}
+
+
+def _head_of(heads: dict, row: dict) -> dict | None:
+    """The headline row of a cached simulation row (``None``: not in today's headline)."""
+    try:
+        key = (row["family"], int(row["n"]), int(row["degree"]), float(row["link_gbps"]),
+               row["workload"])
+    except (TypeError, ValueError):  # a row without its instance's columns
+        return None
+    return heads.get(key)
+
+
 def instance_rows(path: Path, family: str, headline_row: dict | None,
                   best_time_limit: float) -> list[dict]:
     """The rows of one instance: the four TopoOpt methods and the best of them and the
@@ -127,9 +144,7 @@ def instance_rows(path: Path, family: str, headline_row: dict | None,
         solved[method] = res
     best_method = min(solved, key=lambda m: solved[m].objective) if solved else None
     head = headline_row or {}
-    headline = {"topologyfinder": head.get("tf_s"), "totientperms": head.get("tp_s"),
-                "topologyfinder-lp": head.get("tf_lp_s"), "totientperms-lp": head.get("tp_lp_s"),
-                "best": head.get("best_s")}
+    headline = headline_values(head)
     rows = []
     done: dict[tuple, dict] = {}  # simulation columns per distinct solution
     for method in METHODS:
@@ -178,7 +193,14 @@ def simulation_table(runs: pd.DataFrame, out: Path, library: Path | None = None,
             continue
         have = old[(old["family"] == rec["family"]) & (old["instance"] == rec["instance_name"])]
         if len(have) and set(METHODS) <= set(have["method"]):
-            rows.extend(have.to_dict(orient="records"))
+            # the simulation is of solutions solved here; the headline's numbers beside them
+            # are today's (a better best solution in the store changes best_headline_s)
+            for row in have.to_dict(orient="records"):
+                h = _head_of(heads, row)
+                if h is not None:
+                    row = {**row, "headline_s": headline_values(h).get(row["method"]),
+                           "best_headline_s": h.get("best_s")}
+                rows.append(row)
             continue
         if cached_only:
             log.warning("simulation: %s has no rows in %s, left out", rec["instance_name"], cache)
