@@ -73,7 +73,7 @@ def test_never_above_the_brute_force_optimum(make):
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(60))
 def test_never_above_the_brute_force_optimum_many(seed):
-    """Measured (2026-12-06): 60 + 80 seeds, never above; above the ideal switch on 24 + 3."""
+    """Measured (2026-12-05): 60 + 80 seeds, never above; above the ideal switch on 24 + 3."""
     for inst in (two_rings(seed, 2 + seed % 2), three_parts(seed)):
         assert port_class_bound(inst) <= brute_optimum(inst, "any") * (1 + 1e-6)
 
