@@ -125,35 +125,32 @@ def parts_of(instance: Instance) -> tuple[np.ndarray, np.ndarray] | None:
     return part, ring
 
 
-def _smallest_pieces(values: np.ndarray) -> list[tuple[float, float]]:
-    """The pieces ``(c0, s)`` of ``k -> sum of the k smallest values`` (convex, piecewise
-    linear in real ``k``): the function is ``max over pieces of c0 + s k``."""
-    a = np.sort(values)
+def _pieces(values: np.ndarray, largest: bool) -> list[tuple[float, float]]:
+    """The linear pieces ``(c0, s)`` of ``k -> sum of the k smallest (largest) values``,
+    piecewise linear in real ``k`` with breakpoints at the integers: convex for the smallest
+    (the maximum of its pieces ``c0 + s k``), concave for the largest (their minimum)."""
+    a = np.sort(values)[::-1] if largest else np.sort(values)
     prefix = np.concatenate([[0.0], np.cumsum(a)])
     return [(float(prefix[i] - a[i] * i), float(a[i])) for i in range(len(a))]
 
 
-def _top_cross(mp: np.ndarray, part: np.ndarray, d: int, block: int = 512) -> np.ndarray:
-    """Per row ``v`` of ``mp``, the sums of its ``k`` largest entries outside ``v``'s part,
-    ``k = 1..d`` (an ``n x d`` array); rows in blocks, so no ``n x n`` temporary."""
+def _part_sums(mp: np.ndarray, part: np.ndarray, d: int, block: int = 512
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row ``v`` of ``mp``: the sum of its entries inside ``v``'s part, and the sums of
+    its ``k`` largest entries outside it, ``k = 1..d`` (an ``n x d`` array: the most a node
+    with ``k`` crossing ports sends in one hop). Rows go in blocks: no ``n x n`` temporary."""
     n = mp.shape[0]
     k = min(d, n)
-    out = np.zeros((n, d))
+    own, top = np.zeros(n), np.zeros((n, d))
     for lo in range(0, n, block):
         rows = mp[lo:lo + block].copy()
-        rows[part[lo:lo + block, None] == part[None, :]] = 0.0
-        top = -np.sort(-np.partition(rows, n - k, axis=1)[:, n - k:], axis=1)
-        out[lo:lo + block, :k] = np.cumsum(top, axis=1)
-    out[:, k:] = out[:, k - 1:k]
-    return out
-
-
-def _largest_pieces(values: np.ndarray) -> list[tuple[float, float]]:
-    """The pieces ``(c0, s)`` of ``k -> sum of the k largest values`` (concave, piecewise
-    linear in real ``k``): the function is the minimum over pieces of ``c0 + s k``."""
-    a = np.sort(values)[::-1]
-    prefix = np.concatenate([[0.0], np.cumsum(a)])
-    return [(float(prefix[i] - a[i] * i), float(a[i])) for i in range(len(a))]
+        same = part[lo:lo + block, None] == part[None, :]
+        own[lo:lo + block] = np.where(same, rows, 0.0).sum(axis=1)
+        rows[same] = 0.0
+        largest = -np.sort(-np.partition(rows, n - k, axis=1)[:, n - k:], axis=1)
+        top[lo:lo + block, :k] = np.cumsum(largest, axis=1)
+    top[:, k:] = top[:, k - 1:k]
+    return own, top
 
 
 class _System:
@@ -163,14 +160,9 @@ class _System:
         self.d = d = instance.degree
         mp = instance.mp_matrix() / scale
         ring = ring / scale
-        # MP bytes of every node to / from its own part (n x parts sums, no n x n temporaries)
-        onehot = np.zeros((instance.n, int(part.max()) + 1))
-        onehot[np.arange(instance.n), part] = 1.0
-        own_out = (mp @ onehot)[np.arange(instance.n), part]
-        own_in = (mp.T @ onehot)[np.arange(instance.n), part]
+        own_out, top_out = _part_sums(mp, part, d)
+        own_in, top_in = _part_sums(mp.T, part, d)
         total_out, total_in = mp.sum(axis=1), mp.sum(axis=0)
-        # the most a node with k crossing ports sends / receives in one hop, k = 1..d
-        top_out, top_in = _top_cross(mp, part, d), _top_cross(mp.T, part, d)
         one_hop = ({}, {})  # the a / b incidences of one hop, per (part, class)
         self.index: dict[tuple, int] = {}
         # rows: (terms {var: coef}, the coefficient of c on n (a dict), rhs)
@@ -187,7 +179,7 @@ class _System:
             self.eq.append(({self.v("n", g, j): 1.0 for j in range(d + 1)}, float(len(mem))))
             for name, vals in flows.items():
                 self.eq.append(({self.v(name, g, j): 1.0 for j in range(d + 1)}, float(vals.sum())))
-                for c0, s in _smallest_pieces(vals):  # the class without crossing ports
+                for c0, s in _pieces(vals, largest=False):  # the class without crossing ports
                     self.ub.append(({self.v("n", g, 0): s, self.v(name, g, 0): -1.0}, {}, -c0))
             n0 = self.v("n", g, 0)
             self.ub.append(({n0: r, self.v("co", g, 0): 1.0, self.v("ma", g, 0): 1.0},
@@ -228,7 +220,7 @@ class _System:
                 for side, top in enumerate((top_out, top_in)):
                     col = self.v("one_hop", side, g, j)
                     one_hop[side][col] = 1.0
-                    for c0, s in _largest_pieces(top[mem, j - 1]):
+                    for c0, s in _pieces(top[mem, j - 1], largest=True):
                         self.ub.append(({col: 1.0, self.v("n", g, j): -s}, {}, c0))
             self.eq.append(({**{self.v("rci", g, j): 1.0 for j in range(1, d + 1)},
                              **{self.v("ric", g, j): -1.0 for j in range(1, d + 1)}}, 0.0))
