@@ -157,7 +157,7 @@ class _System:
     """The linear rows of the lemma for one instance; :meth:`excess` at a capacity."""
 
     def __init__(self, instance: Instance, part: np.ndarray, ring: np.ndarray, scale: float):
-        self.d = d = instance.degree
+        d = instance.degree
         mp = instance.mp_matrix() / scale
         ring = ring / scale
         own_out, top_out = _part_sums(mp, part, d)
@@ -244,40 +244,40 @@ class _System:
             self.ub.append(({**{self.v(own, g, j): 1.0 for g, j in classes},
                              **{self.v(other, g, j): -1.0 for g, j in classes},
                              **{k: -1.0 for k in one_hop[side]}, mp_relays: -1.0}, {}, 0.0))
+        self._freeze()
 
     def v(self, *key) -> int:
         return self.index.setdefault(key, len(self.index))
 
-    def _matrix(self, rows, c: float, width: int):
-        r, col, val = [], [], []
-        for i, (terms, cap) in enumerate(rows):
-            merged = dict(terms)
-            for k, coef in cap.items():
-                merged[k] = merged.get(k, 0.0) + coef * c
-            for k, x in merged.items():
-                r.append(i)
-                col.append(k)
-                val.append(x)
-        return coo_matrix((val, (r, col)), shape=(len(rows), width)).tocsr()
+    def _freeze(self) -> None:
+        """The rows as sparse matrices, built once: the capacity rows are ``A0 + c A1`` with
+        the excess column ``s`` (the last) on every row that has a capacity."""
+        slack = len(self.index)
+        self.a0 = _sparse([{**t, slack: -1.0} if cap else t for t, cap, _ in self.ub], slack + 1)
+        self.a1 = _sparse([cap for _, cap, _ in self.ub], slack + 1)
+        self.b_ub = np.array([rhs for *_, rhs in self.ub])
+        self.a_eq = _sparse([t for t, _ in self.eq], slack + 1)
+        self.b_eq = np.array([rhs for _, rhs in self.eq])
+        self.cost = np.zeros(slack + 1)
+        self.cost[slack] = 1.0
 
     def excess(self, c: float) -> float:
         """The least common excess ``s`` of the capacity rows at capacity ``c`` (every row
         ``load <= cap + s``: always solvable, which keeps HiGHS away from the ill-posed pure
         feasibility problem), less ``TOL``; positive when the rows cannot hold."""
-        m = len(self.index)
-        slack = m  # the column of s
-        rows = []
-        for terms, cap, _rhs in self.ub:
-            rows.append(({**terms, slack: -1.0} if cap else terms, cap))
-        a_ub = self._matrix(rows, c, m + 1)
-        a_eq = self._matrix([(t, {}) for t, _ in self.eq], c, m + 1)
-        cost = np.zeros(m + 1)
-        cost[slack] = 1.0
-        res = linprog(cost, A_ub=a_ub, b_ub=[rhs for *_, rhs in self.ub], A_eq=a_eq,
-                      b_eq=[rhs for _, rhs in self.eq], bounds=(0, None), method="highs")
+        res = linprog(self.cost, A_ub=self.a0 + c * self.a1, b_ub=self.b_ub, A_eq=self.a_eq,
+                      b_eq=self.b_eq, bounds=(0, None), method="highs")
         if res.status != 0:
             raise RuntimeError(f"port-class bound: LP status {res.status}: {res.message}")
-        return float(res.x[slack]) - TOL
+        return float(res.x[-1]) - TOL
+
+
+def _sparse(rows: list[dict], width: int):
+    """``rows`` (one ``{column: coefficient}`` each) as a CSR matrix."""
+    r = [i for i, row in enumerate(rows) for _ in row]
+    col = [k for row in rows for k in row]
+    val = [x for row in rows for x in row.values()]
+    return coo_matrix((val, (r, col)), shape=(len(rows), width)).tocsr()
 
 
 def port_class_bound(instance: Instance) -> float:
