@@ -150,6 +150,17 @@ FULL = (
           ("alloc-search",), time_limit=90, settings={"rings": "tours"}),
     Sweep("coopt", ("coopt/bert-n64-d4*.json", "coopt/bert-n128-d4.json"), ("alloc-orbit",),
           time_limit=150),
+    # Refresh of 2026-12-06: the same search on the instances it had not run on, those with
+    # a certified gap above 2% in the store of 2026-12-05 (d = 8 and n = 16, d = 4)
+    Sweep("mixed", ("mixed/mixed-n128-d8-*.json",), ("alloc-search",), time_limit=300,
+          settings={"rings": "tours"}),
+    Sweep("mixed", tuple(f"mixed/mixed-n{k}-d8-*.json" for k in (16, 32, 64))
+          + ("mixed/mixed-n16-d4-*.json",), ("alloc-search",), time_limit=90,
+          settings={"rings": "tours"}),
+    Sweep("coopt", ("coopt/bert-n16-d8.json", "coopt/bert-n32-d8.json", "coopt/candle-n64-d8.json",
+                    "coopt/gpt3-1.3b-n16-d8.json", "coopt/gpt3-13b-n32-d8.json",
+                    *(f"coopt/{m}-n16-d4.json" for m in ("bert", "gpt3-1.3b", "gpt3-13b", "ncf"))),
+          ("alloc-search",), time_limit=90, settings={"rings": "tours"}),
 )
 
 
