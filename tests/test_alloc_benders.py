@@ -287,3 +287,61 @@ def test_lower_bounds_master_time_on_disconnected_proposals():
 ], ids=["n8-d2-blocks", "n7-d2-irregular", "n6-d3-blocks-rings"])
 def test_brute_force_every_multigraph_slow(make):
     assert_agrees_with_brute_force(make())
+
+
+def test_all_orders_are_every_directed_cycle():
+    from test_bounds_neighbourhood import all_orders as brute_orders
+
+    for k in range(1, 7):
+        members = list(range(10, 10 + 2 * k, 2))[::-1]
+        got = benders_master.all_orders(members)
+        assert len(got) == len(set(got)) == max(1, len(brute_orders(members)))
+        assert set(got) == set(brute_orders(members)) or k == 1
+    inst = mixed(8, 3, 2, 0.3)
+    assert benders_master.order_count(inst, "all") == 2 * 6
+    assert benders_master.order_count(inst, "choose") == 2 * 2
+    assert alloc_benders.problem_of(inst, rings="all").num_tau == 12
+
+
+def group_of_four(seed):
+    """One AllReduce group of four on six nodes plus a few random MP demands, d in 2..4."""
+    rng = np.random.default_rng(seed)
+    d = int(rng.choice([2, 3, 4]))
+    perm = [int(x) for x in rng.permutation(6)]
+    mp = [(int(s), int(t), float(rng.uniform(1e7, 4e8)))
+          for s, t in (rng.choice(6, 2, replace=False) for _ in range(int(rng.integers(2, 9))))]
+    return make_instance(6, d, 100.0, allreduce=[(perm[:4], float(rng.uniform(1e8, 5e8)))],
+                         mp=mp)
+
+
+@pytest.mark.parametrize("seed", [0, 25])
+def test_rings_all_is_the_optimum_over_every_ring_order(seed):
+    """With every order of the group as a candidate, the decomposition proves the optimum over
+    every topology and every ring order (brute force: every d-regular multigraph on 6 nodes,
+    the route LP with a free split over all orders) and says scope any. On seed 25 (d = 3) the
+    TotientPerms orders' optimum is 9% above it."""
+    from test_bounds_neighbourhood import brute_optimum
+
+    inst = group_of_four(seed)
+    best_any = brute_optimum(inst, "any")
+    res = checked(inst, registry.solve(inst, "alloc-benders", time_limit=60, rings="all"))
+    assert res.status is Status.OPTIMAL, res.message
+    assert res.objective == pytest.approx(best_any, rel=1e-5)
+    assert res.bound <= best_any * (1 + 1e-6)
+    assert res.scope.rings == "any"
+    totient = registry.solve(inst, "alloc-benders", time_limit=60)
+    assert totient.scope.rings == "totient"
+    assert totient.objective >= best_any * (1 - 1e-6)
+    if seed == 25:
+        assert totient.objective > 1.05 * best_any
+
+
+def test_rings_all_is_refused_for_large_groups():
+    """(k - 1)! orders: the size check refuses a group of 16 with a message naming them."""
+    from topoopt_milp.core import sizes
+
+    spec = registry.methods()["alloc-benders"]
+    inst = mixed(16, 4, 1, 0.2)
+    sizes.check(spec, inst, spec.options({"rings": "choose"}))
+    with pytest.raises(sizes.SizeError, match="ring orders"):
+        sizes.check(spec, inst, spec.options({"rings": "all"}))

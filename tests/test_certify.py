@@ -119,6 +119,9 @@ def test_plan_picks_methods_by_spec():
                                                  and phase not in ("heuristic", "heuristic-lp"))
     # an exact model with the ideal-switch probe first looks for a topology at the ideal
     assert by_method["alloc-milp"].knobs == {"probe_ideal": portfolio.PROBE_SHARE}
+    # an exact model whose rings knob offers every ring order runs once more with it
+    assert sorted(str(e.knobs) for e in entries if e.method == "alloc-benders") == [
+        "{'rings': 'all'}", "{}"]
     # a bound method with a rings knob runs once per ring scope
     bounds = [e for e in entries if e.method == "lower-bounds"]
     assert {e.knobs.get("rings") for e in bounds} == {"choose", "any"}

@@ -17,7 +17,9 @@ Which methods run, and in which order
    the instance's own scope: ``alloc-search``) runs with it, and first;
 5. ``exact`` and 6. ``restricted`` -- the remaining exact / restricted models, only at
    ``n <= exact_max_n`` (the small instances they can prove); one with a ``probe_ideal`` knob
-   first looks for a topology at the ideal switch in ``PROBE_SHARE`` of its budget.
+   first looks for a topology at the ideal switch in ``PROBE_SHARE`` of its budget; one whose
+   ``rings`` knob offers a choice of scope ``any`` (every ring order, e.g. alloc-benders'
+   ``all``) runs once more with it, where its size check admits it.
 
 A method whose ``max_n`` or memory estimate (:func:`topoopt_milp.core.sizes.check`) refuses the
 instance is left out; an instance with a fixed topology gets the ``route`` methods only, one
@@ -146,20 +148,29 @@ def _ring_choices(spec: MethodSpec) -> tuple[str, ...]:
 def _variants(spec: MethodSpec, instance: Instance, phase: str) -> list[dict[str, Any]]:
     """The knob sets a method runs with: a bound method once per ring space of its ``rings`` knob
     with a distinct scope (each certified space gets its bound); a search offering ``tours`` with it
-    (:data:`FREE_RINGS`); an exact model with a ``probe_ideal`` knob with :data:`PROBE_SHARE`."""
+    (:data:`FREE_RINGS`); an exact model as it is (with :data:`PROBE_SHARE` for a ``probe_ideal``
+    knob) and once more with each ``rings`` choice of scope ``any`` that its default lacks."""
     choices = _ring_choices(spec)
+
+    def scope(mode: str | None = None):
+        knobs = {} if mode is None else {"rings": mode}
+        return spec.scope(instance, spec.options(knobs, strict=False))
+
     if phase == "search" and FREE_RINGS in choices:
         return [{"rings": FREE_RINGS}]
-    if phase == "exact" and any(f.name == "probe_ideal" for f in spec.params.knobs()):
-        return [{"probe_ideal": PROBE_SHARE}]
+    if phase == "exact":
+        base = ({"probe_ideal": PROBE_SHARE}
+                if any(f.name == "probe_ideal" for f in spec.params.knobs()) else {})
+        rings_of = {m: getattr(scope(m), "rings", None) for m in (None, *choices)}
+        return [base] + [{"rings": m} for m in choices
+                         if rings_of[m] == "any" != rings_of[None]]
     if phase != "bound":
         return [{}]
     out, seen = [], set()
     for mode in ("choose", "any"):
         if mode not in choices:
             continue
-        scope = spec.scope(instance, spec.options({"rings": mode}, strict=False))
-        key = None if scope is None else repr(scope)
+        key = repr(scope(mode))
         if key not in seen:
             seen.add(key)
             out.append({"rings": mode})
@@ -185,12 +196,12 @@ def plan(instance: Instance, exact_max_n: int = EXACT_MAX_N,
         phase = phase_of(spec, instance, exact_max_n)
         if phase is None:
             continue
-        try:
-            sizes.check(spec, instance, spec.options(strict=False))
-        except sizes.SizeError as exc:
-            log.info("certify: %s left out: %s", spec.name, exc)
-            continue
         for knobs in _variants(spec, instance, phase):
+            try:
+                sizes.check(spec, instance, spec.options(knobs, strict=False))
+            except sizes.SizeError as exc:
+                log.info("certify: %s left out: %s", Entry(spec.name, phase, knobs).label, exc)
+                continue
             entries.append(Entry(spec.name, phase, knobs, warm=spec.warm_start is not None
                                  and phase not in ("heuristic", "heuristic-lp")))
     return sorted(entries, key=lambda e: (PHASES.index(e.phase), _free(e), _reach(e, instance)))

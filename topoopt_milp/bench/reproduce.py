@@ -161,6 +161,13 @@ FULL = (
                     "coopt/gpt3-1.3b-n16-d8.json", "coopt/gpt3-13b-n32-d8.json",
                     *(f"coopt/{m}-n16-d4.json" for m in ("bert", "gpt3-1.3b", "gpt3-13b", "ncf"))),
           ("alloc-search",), time_limit=90, settings={"rings": "tours"}),
+    # the decomposition over every ring order (rings = all, scope any) where the groups are
+    # small enough for all their (k - 1)! orders: its bound covers the free-order solutions
+    Sweep("coopt", tuple(f"coopt/{m}.json" for m in ("bert-n16-d4", "bert-n16-d8", "dlrm-n16-d8",
+                                                     "gpt3-1.3b-n16-d8")),
+          ("alloc-benders",), time_limit=120, settings={"rings": "all"}),
+    Sweep("mixed", ("mixed/mixed-n12-*.json", "mixed/mixed-n16-*.json"), ("alloc-benders",),
+          time_limit=120, settings={"rings": "all"}),
 )
 
 

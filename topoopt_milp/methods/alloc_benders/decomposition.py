@@ -66,7 +66,11 @@ the bound meets the incumbent within ``mip_gap``. The master's rows are built by
 :mod:`.benders_master`.
 
 Scope of the bound: that of alloc-milp (DESIGN.md section 10, scope 1 with the TotientPerms
-orders and free split).
+orders and free split). With ``rings = all`` the candidates are *every* directed cyclic order
+of each group (:func:`.master.all_orders`): a solution with any
+ring orders and any split of them is a point of this problem (its orders are candidates), so
+every row above stays valid for it and the bound covers every ring order (scope ``any``).
+The memory estimate counts the ``(k - 1)!`` orders, so the size check refuses large groups.
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ from ..flow_paths import decompose_flow
 from ..formulations.alloc import LinkParams
 from ..result_step import honest_result
 from .master import (
+    RING_SPACES,
     Layout,
     Problem,
     build_master,
@@ -110,6 +115,7 @@ from .master import (
     links_from,
     master_point,
     metric_cut,
+    order_count,
     problem_of,
     relabel,
     symmetry_rows,
@@ -121,6 +127,10 @@ __all__ = ["AllocBendersParams", "Problem", "RouteEval", "benders", "max_lambda"
 
 INF = math.inf
 FEAS_TOL = 1e-6  # relative: a master lambda within this of lambda_max(x) is feasible
+# the rings knob -> the ring mode of its scope (core.scope.ring_scope) and the ring space of
+# the counting bounds that start its bound
+_RING_MODE = {"choose": "choose", "all": "any"}
+_SPACE = {"choose": "totient", "all": "any"}
 
 
 # -- separation: the route LP with free ring split on a fixed topology ----------------------
@@ -266,6 +276,11 @@ class AllocBendersParams(LinkParams):
     round_frac: float | None = knob(None, "alloc-benders: share of the elapsed time a master "
                                           "solve runs before it is interrupted for its cuts.",
                                     minimum=0, maximum=1)
+    rings: str = knob("choose", "alloc-benders: the ring orders split over: each group's "
+                                "TotientPerms orders (choose: alloc-milp's space) or all its "
+                                "orders (all: the bound covers every ring order; (k - 1)! "
+                                "orders a group of k: small groups only).",
+                      choices=RING_SPACES)
 
 
 # Measured (mixed traffic, d = 4, 2 shared cores): at n = 8 the master without the two-hop rows
@@ -496,18 +511,19 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     """``alloc-benders``: the time limit (default 60 s), ``threads``, ``mip_gap``, the warm
     start and the :class:`AllocBendersParams` knobs. Its scope is
     alloc-milp's: every topology with the port budget, the TotientPerms ring orders with a
-    free split, fractional routing."""
+    free split, fractional routing; with ``rings = all`` every ring order."""
     t0 = time.perf_counter()
     p = options.method
     cap = instance.degree if p.max_multiplicity is None else int(p.max_multiplicity)
-    P = problem_of(instance, cap)
+    P = problem_of(instance, cap, p.rings)
+    space = _SPACE[p.rings]
     limit = options.time_left()
     limit = 60.0 if limit is None else limit
     options.check_deadline()  # the preparation is not interruptible: stop between its steps
     warm = warm_results(instance, options, cap)
     options.check_deadline()
-    # the cheap bounds of the same scope (TotientPerms orders, any topology) start the bound
-    lb = max(bounds.port_hop_bound(instance, "totient"), bounds.cut_bound(instance, "totient"))
+    # the cheap bounds of the same scope (its ring orders, any topology) start the bound
+    lb = max(bounds.port_hop_bound(instance, space), bounds.cut_bound(instance, space))
     upper = P.sec_per_unit / lb if lb > 0 else 1.0
     out = benders(P, max(limit - (time.perf_counter() - t0), 0.01), options.solver.mip_gap,
                   options.solver.threads, [np.asarray(r.topology.links) for r in warm], p,
@@ -521,7 +537,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
                              "highs", highs_version(), {}, msg)
     bound_s = P.sec_per_unit / out.bound if out.bound > 0 else None
     cap_arg = cap if cap < instance.degree else None
-    scope = Scope(topology="any", max_multiplicity=cap_arg, **ring_scope("choose"))
+    scope = Scope(topology="any", max_multiplicity=cap_arg, **ring_scope(_RING_MODE[p.rings]))
     info = {"master_solves": out.iterations, "cuts": out.cuts, "routed": out.evaluated}
     if out.L is None or out.best is None or out.best.lam <= 0:
         # the route LP did not finish in time: the best warm start, with its own routing, is
@@ -536,7 +552,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     topo, routing = routing_of(instance, P, out.L, out.best, options.seed)
     return honest_result("alloc-benders", instance, options, outcome, topo, routing, scope=scope,
                    runtime=runtime, bound=bound_s, model_objective=P.sec_per_unit / out.best.lam,
-                   notes=["rings=choose"], info=info)
+                   notes=[f"rings={p.rings}"], info=info)
 
 
 def master_bound(instance: Instance, time_limit: float = 60.0) -> float:
@@ -550,19 +566,23 @@ def master_bound(instance: Instance, time_limit: float = 60.0) -> float:
 
 
 def memory(instance: Instance, options: SolveOptions) -> Estimate:
-    """The master's one integer per node pair (plus its cuts) and the route LP of a
-    ``d``-regular topology: ``S`` source-aggregated flows over its ``n d`` arcs."""
+    """The master's one integer per node pair (plus its cuts), the route LP of a
+    ``d``-regular topology (``S`` source-aggregated flows over its ``n d`` arcs) and the
+    demand basis, one ``n x n`` array per candidate ring order (``(k - 1)!`` per group with
+    ``rings = all``)."""
     n = instance.n
     flows = traffic_counts(instance).sources * n * instance.degree
-    return Estimate.model(3.0 * flows + 2.0 * n * n, "milp",
-                          f"its route LP's S n d = {flows:.3g} arc flows and {n * n} link "
-                          "variables")
+    orders = min(order_count(instance, options.method.rings), 10**300)  # a float
+    est = Estimate.model(3.0 * flows + 2.0 * n * n + float(orders), "milp",
+                         f"its route LP's S n d = {flows:.3g} arc flows, {n * n} link "
+                         f"variables and {orders:.3g} ring orders")
+    return Estimate(est.bytes + 8.0 * (1 + orders) * n * n, est.what, est.nonzeros)
 
 
 def _scope(instance, options):
     from ..formulations.alloc import link_scope
 
-    return link_scope(instance, options, ring_scope("choose"))
+    return link_scope(instance, options, ring_scope(_RING_MODE[options.method.rings]))
 
 
 SPEC = MethodSpec(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, permutations
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -66,9 +66,35 @@ class Problem:
         return B
 
 
-def problem_of(instance: Instance, cap: int | None = None) -> Problem:
+RING_SPACES = ("choose", "all")
+
+
+def all_orders(members) -> list[tuple[int, ...]]:
+    """Every directed cyclic order of ``members``, each once (rotated to start at the
+    smallest member): ``(k - 1)!`` orders, a ring and its reverse being two of them."""
+    ms = sorted(members)
+    return [(ms[0], *rest) for rest in permutations(ms[1:])] or [tuple(ms)]
+
+
+def order_count(instance: Instance, rings: str = "choose") -> int:
+    """How many candidate orders :func:`problem_of` builds (without building them)."""
+    sizes = [len(g.members) for g in instance.allreduce if g.edge_bytes > 0]
+    if rings == "all":
+        return sum(math.factorial(max(k - 1, 1)) for k in sizes)
+    return sum(max(sum(math.gcd(m, k) == 1 for m in range(1, k)), 1) for k in sizes)
+
+
+def problem_of(instance: Instance, cap: int | None = None, rings: str = "choose") -> Problem:
+    """The problem in model units; ``rings``: the candidate orders of every group with traffic,
+    its TotientPerms orders (``choose``: alloc-milp's ring space) or all its ``(k - 1)!``
+    orders (``all``: a free split over every order contains every choice of orders, so the
+    problem's optimum and every relaxation's bound cover every ring order; the memory
+    estimate of :mod:`.decomposition` refuses groups whose orders do not fit)."""
+    if rings not in RING_SPACES:
+        raise ValueError(f"rings: {rings!r} is not one of {', '.join(RING_SPACES)}")
     V = _exact.volume_unit(instance)
-    groups = tuple((g, grp.edge_bytes / V, tuple(totient_orders(grp.members)))
+    orders_of = totient_orders if rings == "choose" else all_orders
+    groups = tuple((g, grp.edge_bytes / V, tuple(orders_of(grp.members)))
                    for g, grp in enumerate(instance.allreduce) if grp.edge_bytes > 0)
     return Problem(instance.n, instance.degree, instance.degree if cap is None else int(cap),
                    instance.regular, instance.mp_matrix() / V, groups,
