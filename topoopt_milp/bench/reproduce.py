@@ -168,6 +168,11 @@ FULL = (
           ("alloc-benders",), time_limit=120, settings={"rings": "all"}),
     Sweep("mixed", ("mixed/mixed-n12-*.json", "mixed/mixed-n16-*.json"), ("alloc-benders",),
           time_limit=120, settings={"rings": "all"}),
+    # the hop-volume annealing with the default (TotientPerms) rings: on the MP-heavy mixed
+    # instances it is as good as alloc-search (mixed-n128-d4-g4-mp50: 0.2170 s against
+    # 0.2179 s; n = 64: 0.1803 against 0.1827 s); on pipeline traffic it is not (dlrm-n128-d4:
+    # 0.0257 against 0.0221 s)
+    Sweep("mixed", ("mixed/*.json",), ("hop-anneal",), time_limit=120),
 )
 
 
