@@ -3,8 +3,8 @@
 Every knob is declared once, as a field of a parameter class; this module turns fields into
 click options (``time_limit`` -> ``--time-limit``), with the field's help text, its allowed
 values as a ``click.Choice`` and its default shown in the help. A knob shared by several
-classes (``rings``, ``k_paths``) is one option whose choices are the union; the method's own
-class validates the value it receives (an error names the key and the method). Options that
+classes (``rings``, ``k_paths``) is one option whose choices and help texts are the union; the
+method's own class validates the value it receives (an error names the key and the method). Options that
 were not given stay ``None`` and are left out, so each method uses its own default.
 """
 
@@ -81,7 +81,9 @@ def knob_options(classes: Iterable[type[Params]], skip: Iterable[str] = (),
                     for d, cls in given_defaults.items())
             flag = meta.get("flag") or "--" + name.replace("_", "-")
             kind = _option_type(hint, choices)
-            help_text = f"{prefix}{meta.get('help', '')} [{default_text}]"
+            # a shared knob (rings) explains the choices each method adds in its own words
+            helps = list(dict.fromkeys(g.metadata.get("help", "") for _, g, _ in entries))
+            help_text = f"{prefix}{' '.join(h for h in helps if h)} [{default_text}]"
             if kind is bool:
                 func = click.option(f"{flag}/--no-{flag[2:]}", name, default=own,
                                     help=help_text)(func)
