@@ -70,7 +70,7 @@ orders and free split). With ``rings = all`` the candidates are *every* directed
 of each group (:func:`.master.all_orders`): a solution with any
 ring orders and any split of them is a point of this problem (its orders are candidates), so
 every row above stays valid for it and the bound covers every ring order (scope ``any``).
-The memory estimate counts the ``(k - 1)!`` orders, so the size check refuses large groups.
+At most :data:`.master.MAX_ALL_ORDERS` orders in all: the size check refuses more in one line.
 """
 
 from __future__ import annotations
@@ -110,6 +110,7 @@ from .master import (
     Layout,
     Problem,
     build_master,
+    check_order_count,
     cut_sets,
     cutset_terms,
     links_from,
@@ -279,7 +280,7 @@ class AllocBendersParams(LinkParams):
     rings: str = knob("choose", "alloc-benders: the ring orders split over: each group's "
                                 "TotientPerms orders (choose: alloc-milp's space) or all its "
                                 "orders (all: the bound covers every ring order; (k - 1)! "
-                                "orders a group of k: small groups only).",
+                                "orders a group of k, at most 1000 in all).",
                       choices=RING_SPACES)
 
 
@@ -570,12 +571,13 @@ def memory(instance: Instance, options: SolveOptions) -> Estimate:
     ``d``-regular topology (``S`` source-aggregated flows over its ``n d`` arcs) and the
     demand basis, one ``n x n`` array per candidate ring order (``(k - 1)!`` per group with
     ``rings = all``)."""
+    check_order_count(instance, options.method.rings)  # the size check refuses it too
     n = instance.n
     flows = traffic_counts(instance).sources * n * instance.degree
-    orders = min(order_count(instance, options.method.rings), 10**300)  # a float
+    orders = order_count(instance, options.method.rings)
     est = Estimate.model(3.0 * flows + 2.0 * n * n + float(orders), "milp",
                          f"its route LP's S n d = {flows:.3g} arc flows, {n * n} link "
-                         f"variables and {orders:.3g} ring orders")
+                         f"variables and {orders} ring orders")
     return Estimate(est.bytes + 8.0 * (1 + orders) * n * n, est.what, est.nonzeros)
 
 

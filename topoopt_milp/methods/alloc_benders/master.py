@@ -21,6 +21,7 @@ from ...core.backends.pulp_backend import MatrixModel
 from ...core.circulant import totient_orders
 from ...core.evaluate import moore_slots
 from ...core.instance import Instance
+from ...core.sizes import SizeError
 from .. import model_data as _exact
 from ..formulations.alloc import interchangeable_classes
 
@@ -67,6 +68,7 @@ class Problem:
 
 
 RING_SPACES = ("choose", "all")
+MAX_ALL_ORDERS = 1000  # rings = all: orders in all (groups of up to 7 members, or 8 of 6)
 
 
 def all_orders(members) -> list[tuple[int, ...]]:
@@ -84,14 +86,27 @@ def order_count(instance: Instance, rings: str = "choose") -> int:
     return sum(max(sum(math.gcd(m, k) == 1 for m in range(1, k)), 1) for k in sizes)
 
 
+def check_order_count(instance: Instance, rings: str) -> None:
+    """Refuse (:class:`SizeError`, one line) ``rings = all`` beyond :data:`MAX_ALL_ORDERS`
+    orders: the master's cut-set rows carry one coefficient per order and are built before
+    the first solve (mixed-n32-d4, four groups of 8, 20160 orders: over 60 s)."""
+    count = order_count(instance, rings) if rings == "all" else 0
+    if count > MAX_ALL_ORDERS:
+        shown = f"{count:,}" if count < 10**9 else f"{float(count):.3g}"
+        raise SizeError(f"alloc-benders: rings=all: {shown} ring orders ((k - 1)! for a "
+                        f"group of k members), more than {MAX_ALL_ORDERS}; use rings=choose "
+                        "(the TotientPerms orders)")
+
+
 def problem_of(instance: Instance, cap: int | None = None, rings: str = "choose") -> Problem:
     """The problem in model units; ``rings``: the candidate orders of every group with traffic,
     its TotientPerms orders (``choose``: alloc-milp's ring space) or all its ``(k - 1)!``
     orders (``all``: a free split over every order contains every choice of orders, so the
-    problem's optimum and every relaxation's bound cover every ring order; the memory
-    estimate of :mod:`.decomposition` refuses groups whose orders do not fit)."""
+    problem's optimum and every relaxation's bound cover every ring order; at most
+    :data:`MAX_ALL_ORDERS` in all, :func:`check_order_count`)."""
     if rings not in RING_SPACES:
         raise ValueError(f"rings: {rings!r} is not one of {', '.join(RING_SPACES)}")
+    check_order_count(instance, rings)
     V = _exact.volume_unit(instance)
     orders_of = totient_orders if rings == "choose" else all_orders
     groups = tuple((g, grp.edge_bytes / V, tuple(orders_of(grp.members)))
