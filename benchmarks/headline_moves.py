@@ -74,7 +74,7 @@ def main(argv=None) -> int:
         print(f"{args.old} / {args.new}: not headline tables ({exc})", file=sys.stderr)
         return 2
     listed = df if args.all else df[(df["moved"] != "none")
-                                    | (df["old_gap"].round(6) != df["new_gap"].round(6))]
+                                    | (df["old_gap"].round(2) != df["new_gap"].round(2))]
     text = (f"# Headline moves: `{args.old}` -> `{args.new}`\n\n"
             "Certified gap [%] = best solution vs the best bound covering it (the scope of the "
             "best solution), as in the headline.\n\n"
