@@ -4,8 +4,9 @@ Every knob is declared once, as a field of a parameter class; this module turns 
 click options (``time_limit`` -> ``--time-limit``), with the field's help text, its allowed
 values as a ``click.Choice`` and its default shown in the help. A knob shared by several
 classes (``rings``, ``k_paths``) is one option whose choices and help texts are the union; the
-method's own class validates the value it receives (an error names the key and the method). Options that
-were not given stay ``None`` and are left out, so each method uses its own default.
+method's own class validates the value it receives (an error names the key and the method).
+Options that were not given stay ``None`` and are left out, so each method uses its own
+default.
 """
 
 from __future__ import annotations
