@@ -116,7 +116,6 @@ from .master import (
     links_from,
     master_point,
     metric_cut,
-    order_count,
     problem_of,
     relabel,
     symmetry_rows,
@@ -128,10 +127,8 @@ __all__ = ["AllocBendersParams", "Problem", "RouteEval", "benders", "max_lambda"
 
 INF = math.inf
 FEAS_TOL = 1e-6  # relative: a master lambda within this of lambda_max(x) is feasible
-# the rings knob -> the ring mode of its scope (core.scope.ring_scope) and the ring space of
-# the counting bounds that start its bound
+# the rings knob -> the ring mode of its scope (core.scope.ring_scope)
 _RING_MODE = {"choose": "choose", "all": "any"}
-_SPACE = {"choose": "totient", "all": "any"}
 
 
 # -- separation: the route LP with free ring split on a fixed topology ----------------------
@@ -517,13 +514,14 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
     p = options.method
     cap = instance.degree if p.max_multiplicity is None else int(p.max_multiplicity)
     P = problem_of(instance, cap, p.rings)
-    space = _SPACE[p.rings]
+    ring_args = ring_scope(_RING_MODE[p.rings])
     limit = options.time_left()
     limit = 60.0 if limit is None else limit
     options.check_deadline()  # the preparation is not interruptible: stop between its steps
     warm = warm_results(instance, options, cap)
     options.check_deadline()
     # the cheap bounds of the same scope (its ring orders, any topology) start the bound
+    space = ring_args["rings"]  # the counting bounds' ring space: totient or any
     lb = max(bounds.port_hop_bound(instance, space), bounds.cut_bound(instance, space))
     upper = P.sec_per_unit / lb if lb > 0 else 1.0
     out = benders(P, max(limit - (time.perf_counter() - t0), 0.01), options.solver.mip_gap,
@@ -538,7 +536,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
                              "highs", highs_version(), {}, msg)
     bound_s = P.sec_per_unit / out.bound if out.bound > 0 else None
     cap_arg = cap if cap < instance.degree else None
-    scope = Scope(topology="any", max_multiplicity=cap_arg, **ring_scope(_RING_MODE[p.rings]))
+    scope = Scope(topology="any", max_multiplicity=cap_arg, **ring_args)
     info = {"master_solves": out.iterations, "cuts": out.cuts, "routed": out.evaluated}
     if out.L is None or out.best is None or out.best.lam <= 0:
         # the route LP did not finish in time: the best warm start, with its own routing, is
@@ -571,10 +569,9 @@ def memory(instance: Instance, options: SolveOptions) -> Estimate:
     ``d``-regular topology (``S`` source-aggregated flows over its ``n d`` arcs) and the
     demand basis, one ``n x n`` array per candidate ring order (``(k - 1)!`` per group with
     ``rings = all``)."""
-    check_order_count(instance, options.method.rings)  # the size check refuses it too
+    orders = check_order_count(instance, options.method.rings)  # the size check refuses it too
     n = instance.n
     flows = traffic_counts(instance).sources * n * instance.degree
-    orders = order_count(instance, options.method.rings)
     est = Estimate.model(3.0 * flows + 2.0 * n * n + float(orders), "milp",
                          f"its route LP's S n d = {flows:.3g} arc flows, {n * n} link "
                          f"variables and {orders} ring orders")

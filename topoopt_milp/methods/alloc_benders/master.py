@@ -79,23 +79,25 @@ def all_orders(members) -> list[tuple[int, ...]]:
 
 
 def order_count(instance: Instance, rings: str = "choose") -> int:
-    """How many candidate orders :func:`problem_of` builds (without building them)."""
-    sizes = [len(g.members) for g in instance.allreduce if g.edge_bytes > 0]
+    """How many candidate orders :func:`problem_of` builds (``all``: counted, not built)."""
+    groups = [g.members for g in instance.allreduce if g.edge_bytes > 0]
     if rings == "all":
-        return sum(math.factorial(max(k - 1, 1)) for k in sizes)
-    return sum(max(sum(math.gcd(m, k) == 1 for m in range(1, k)), 1) for k in sizes)
+        return sum(math.factorial(max(len(m) - 1, 1)) for m in groups)
+    return sum(len(totient_orders(m)) for m in groups)
 
 
-def check_order_count(instance: Instance, rings: str) -> None:
-    """Refuse (:class:`SizeError`, one line) ``rings = all`` beyond :data:`MAX_ALL_ORDERS`
-    orders: the master's cut-set rows carry one coefficient per order and are built before
-    the first solve (mixed-n32-d4, four groups of 8, 20160 orders: over 60 s)."""
-    count = order_count(instance, rings) if rings == "all" else 0
-    if count > MAX_ALL_ORDERS:
+def check_order_count(instance: Instance, rings: str) -> int:
+    """The candidate orders' count; refuses (:class:`SizeError`, one line) ``rings = all``
+    beyond :data:`MAX_ALL_ORDERS` orders: the master's cut-set rows carry one coefficient per
+    order and are built before the first solve (mixed-n32-d4, four groups of 8, 20160 orders:
+    over 60 s)."""
+    count = order_count(instance, rings)
+    if rings == "all" and count > MAX_ALL_ORDERS:
         shown = f"{count:,}" if count < 10**9 else f"{float(count):.3g}"
         raise SizeError(f"alloc-benders: rings=all: {shown} ring orders ((k - 1)! for a "
                         f"group of k members), more than {MAX_ALL_ORDERS}; use rings=choose "
                         "(the TotientPerms orders)")
+    return count
 
 
 def problem_of(instance: Instance, cap: int | None = None, rings: str = "choose") -> Problem:
