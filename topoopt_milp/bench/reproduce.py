@@ -171,6 +171,12 @@ FULL = (
           ("alloc-benders",), time_limit=300, settings={"rings": "all"}),
     Sweep("mixed", ("mixed/mixed-n12-*.json", "mixed/mixed-n16-*.json"), ("alloc-benders",),
           time_limit=300, settings={"rings": "all"}),
+    # the coupled neighbourhood bound (the busy nodes' MILPs joined; off by default) on the
+    # n = 16 coopt instances with an open gap: bert-n16-d8 0.004496 s (any) against 0.004387 s
+    # (measured 2026-12-06; no gain at n = 32, nor on mixed n = 16)
+    *(Sweep("coopt", tuple(f"coopt/{m}-n16-d{d}.json" for m in ("bert", "gpt3-1.3b")
+                           for d in (4, 8)), ("lower-bounds",), time_limit=150,
+            settings={"rings": rings, "coupled_time": 60.0}) for rings in ("choose", "any")),
     # the hop-volume annealing with the default (TotientPerms) rings: on the MP-heavy mixed
     # instances it is as good as alloc-search (mixed-n128-d4-g4-mp50: 0.2170 s against
     # 0.2179 s; n = 64: 0.1803 against 0.1827 s); on pipeline traffic it is not (dlrm-n128-d4:
