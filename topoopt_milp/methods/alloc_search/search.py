@@ -70,11 +70,11 @@ group-split runs once per ring pattern and port rule, ``NAME`` = ``group-split:j
 ``group-split:random`` and ``group-split:load``, :data:`.starts.VARIANTS`), and
 every later re-routing (the best start's own topology first, step ``tours``) offers the
 route LP, besides the TotientPerms orders, tours of each group along the candidate
-topology's links (:mod:`.tours`) and the ring orders of the solution it moves from (a swap:
-the current one; a kick and the polish: the best one), so a move loses no ring order the
-current routing uses: the ring orders are then free (the instance's own problem,
-"any ring order"), only bounds of that scope cover the result, and ``info["ring_space"]``
-says so whenever a tour carries volume. It reports no bound of its own (a heuristic).
+topology's links (:mod:`.tours`) and the ring orders of the solution it moves from (a swap
+and a large-neighbourhood move: the current one; a kick and the polish: the best one), so a
+move loses no ring order the current routing uses: the ring orders are then free (the
+instance's own problem, "any ring order"), only bounds of that scope cover the result, and
+``info["ring_space"]`` says so whenever a tour carries volume. It reports no bound of its own (a heuristic).
 Without the current orders a group-split start (its rings are cycles of its link patterns)
 could not be left: every move was re-routed 10-30% above it (mixed-n32-d4-g4-mp15, 90 s,
 same run and load: 0.071613 s, the start, against 0.070229 s with them; candle-n32-d4
@@ -464,7 +464,8 @@ def search(instance: Instance, options: SolveOptions, p: AllocSearchParams,
             if sub.objective_s is not None and \
                     sub.objective_s < current.objective_s * (1 - PROGRESS):
                 it += 1
-                sol, why = routed(sub.links, p.hop_penalty, cutoff=current.objective_s)
+                sol, why = routed(sub.links, p.hop_penalty, own=current.rings,
+                                  cutoff=current.objective_s)
         ok = sol is not None and sol.objective_s < current.objective_s * (1 - PROGRESS)
         note = f"{why or ''} sub-MILP {sub.status} {sub.runtime_s:.1f} s " \
                f"{sub.objective_s if sub.objective_s is not None else '-'}".strip()
