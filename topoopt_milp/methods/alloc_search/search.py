@@ -74,11 +74,13 @@ topology's links (:mod:`.tours`) and the ring orders of the solution it moves fr
 and a large-neighbourhood move: the current one; a kick and the polish: the best one), so a
 move loses no ring order the current routing uses: the ring orders are then free (the
 instance's own problem, "any ring order"), only bounds of that scope cover the result, and
-``info["ring_space"]`` says so whenever a tour carries volume. It reports no bound of its own (a heuristic).
-Without the current orders a group-split start (its rings are cycles of its link patterns)
-could not be left: every move was re-routed 10-30% above it (mixed-n32-d4-g4-mp15, 90 s,
-same run and load: 0.071613 s, the start, against 0.070229 s with them; candle-n32-d4
-0.70363 against 0.69577 s; mixed-n16-d4-g4-mp05, 15 s: 0.051474 against 0.051004 s).
+``info["ring_space"]`` says so whenever a tour carries volume. It reports no bound of its
+own (a heuristic). Without the current orders a group-split start (its rings are cycles of
+its link patterns) could not be left: its own topology re-routed in the tours step came out
+11-31% above it (mixed n = 16..128, d = 4), and so did the moves from it; same run and
+load, mixed-n32-d4-g4-mp15, 90 s: 0.071613 s (the start) against 0.070229 s with them;
+candle-n32-d4 0.70363 against 0.69577 s; mixed-n16-d4-g4-mp05, 15 s: 0.051474 against
+0.051004 s.
 
 Router. ``router = exact`` re-routes every move by the route LP; ``auto`` (the default) is
 ``approx`` from ``n = APPROX_MIN_N`` (64) on, where the exact LP takes tens of seconds.
