@@ -163,9 +163,8 @@ FULL = (
           ("alloc-search",), time_limit=90, settings={"rings": "tours"}),
     # the decomposition over every ring order (rings = all, scope any) where the groups are
     # small enough for all their (k - 1)! orders: its bound covers the free-order solutions.
-    # 300 s (was 120 s): its bound moves only when a master solve ends, 10-15 s each at
-    # n = 16 (bert-n16-d4: 0.008854 s after the 7 solves of 120 s at load 2-4, 0.010633 s
-    # after 12)
+    # 300 s (was 120 s): its bound moves only when a master solve ends (bert-n16-d4: 7
+    # solves in 120 s at load 2-4, bound 0.008854 s; 18 in 300 s, 0.010633 s)
     Sweep("coopt", tuple(f"coopt/{m}.json" for m in ("bert-n16-d4", "bert-n16-d8", "dlrm-n16-d8",
                                                      "gpt3-1.3b-n16-d8")),
           ("alloc-benders",), time_limit=300, settings={"rings": "all"}),
