@@ -386,3 +386,10 @@ def test_cpsat_integer_flows_are_not_claimed_optimal_above_the_true_optimum():
     from topoopt_milp.core.scope import Features
 
     assert not cp.scope.covers(Features.of(inst, milp.topology, milp.routing))
+
+
+def test_totient_order_count_counts_without_building():
+    from topoopt_milp.core.circulant import totient_order_count, totient_orders
+
+    for k in (1, 2, 3, 4, 6, 8, 12, 32, 97):
+        assert totient_order_count(k) == len(totient_orders(range(k)))

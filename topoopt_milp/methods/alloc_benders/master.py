@@ -18,7 +18,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 
 from ...core.backends.pulp_backend import MatrixModel
-from ...core.circulant import totient_orders
+from ...core.circulant import totient_order_count, totient_orders
 from ...core.evaluate import moore_slots
 from ...core.instance import Instance
 from ...core.sizes import SizeError
@@ -83,7 +83,7 @@ def order_count(instance: Instance, rings: str = "choose") -> int:
     groups = [g.members for g in instance.allreduce if g.edge_bytes > 0]
     if rings == "all":
         return sum(math.factorial(max(len(m) - 1, 1)) for m in groups)
-    return sum(len(totient_orders(m)) for m in groups)
+    return sum(totient_order_count(len(m)) for m in groups)
 
 
 def check_order_count(instance: Instance, rings: str) -> int:
