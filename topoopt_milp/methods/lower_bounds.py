@@ -175,6 +175,7 @@ def _child(f, instance: Instance, send) -> None:
 SPEC = MethodSpec(
     "lower-bounds", "alloc", "exact", "analytic", LowerBoundParams, solve,
     "lower bounds only (no solution): port-aware hop counting, cut-sets, ideal switch, Moore, "
-    "the one-hop b-matching, the port classes of the AllReduce groups, "
-    "the neighbourhood and gateway MILPs, optionally the Benders master", scope=bound_scope,
+    "the b-matchings of the one-hop bytes and of each distance level, the port classes of "
+    "the AllReduce groups, the neighbourhood and gateway MILPs, optionally the Benders master",
+    scope=bound_scope,
     memory=lambda i, o: dense_estimate(i))

@@ -6,6 +6,8 @@ each source on its own: every source puts its ``d`` largest MP demands at one ho
 symmetric and every node has ``d`` ports, so when the sources' favourite destinations are not
 mutual (dense random MP) or crowd on a few nodes, far fewer bytes travel one hop than the
 per-source count assumes; every byte that misses its one-hop slot costs at least one more arc.
+The same holds at every distance (Lemma 3): the pairs within ``h`` hops of each other are
+symmetric too, at most ``M_h`` per node, so the bytes within ``h`` hops fit in a b-matching.
 
 Notation: ``c = B T`` bytes per link and direction in time ``T``; ``b_st`` the MP bytes
 ``s -> t``; for a source ``s``, ``b_s(1) >= b_s(2) >= ...`` its demands sorted, ``h_k`` the
@@ -61,13 +63,39 @@ non-increasing in ``k``); for such ``z`` the right sides ``sum_k w_pk z_pk = sum
 z_p,k+1) min(b_st, k c)`` and ``c sum_k z_pk`` do not decrease with ``c``, so the same point
 stays feasible with no smaller objective.
 
+Lemma 3 (the levels beyond one hop). For ``h >= 1`` let ``M_h = sum_{i=1..h} d (d-1)^{i-1}``
+(the Moore count of the nodes within ``h`` hops of a node; at most ``n - 1`` are), ``T_h =
+sum_s (sum of the M_h largest b_st)`` the per-source count of the bytes within ``h`` hops, and
+``W_h`` the optimum of the fractional b-matching LP over the unordered pairs ``{s, t}``::
+
+    W_h = max sum_{s<t} (b_st + b_ts) x_st   s.t.  sum_{t != v} x_vt <= M_h (every v),  0 <= x <= 1.
+
+Then for every topology with the port budget and every routing the MP byte-hops are at least
+``sum_s Moore_s + top - Y_mp + G`` with ``G = sum_{h >= 2, M_h < n - 1} (T_h - W_h) >= 0``
+(``top = sum_s top_s``, ``Y_mp`` the MP bytes that travel a single arc, as in Lemma 1).
+
+*Proof.* Let ``P_h`` be the pairs at distance at most ``h``. By the Moore count (proof (i) of
+:func:`~topoopt_milp.core.evaluate.moore_lower_bound`) a node lies in at most ``M_h`` of them,
+so the indicator of ``P_h`` is feasible and ``V_h``, the MP bytes of the pairs of ``P_h`` (both
+directions), is at most ``W_h``. A byte of a pair at distance ``delta`` that travels ``k >= delta``
+arcs has ``k = 1 + [k >= 2] + sum_{h >= 2} [k > h] >= 1 + [k >= 2] + sum_{h >= 2} [delta > h]``;
+summing over the MP bytes (``B`` of them in all), the byte-hops are at least ``2 B - Y_mp +
+sum_{h >= 2} (B - V_h)``, and each term ``B - V_h >= B - W_h >= 0`` (``W_h <= B``, as ``x <=
+1``) may be kept or dropped. The per-source count is the same sum with ``T_h`` in place of
+``W_h``: ``sum_s Moore_s = 2 B - top + sum_{h >= 2} (B - T_h)``, because ``Moore_s`` puts the
+ranks ``M_{h-1} < k <= M_h`` at ``h`` hops (for the levels with ``M_h >= n - 1`` both counts
+are ``B``). So the byte-hops are at least ``sum_s Moore_s + top - Y_mp + G``. ``G >= 0``: at
+a feasible ``x`` node ``s``'s share ``sum_t b_st x_st`` is at most its ``M_h`` largest, so
+``W_h <= T_h``, and likewise per destination. QED. The levels cost one LP each (over the pairs
+with demand), at most ``MAX_LEVELS`` of them (dropping a level's gain keeps the proof).
+
 Theorem. A ring edge crosses at least one arc, and two when it does not go one hop; in time
 ``T`` the arcs carry at most ``n d c`` byte-hops (``sum_a L_a <= n d``). With ``R`` the ring
-bytes, Lemmas 1 and 2 (and ``y_s <= top_s``, ``Y_ring <= R``) give::
+bytes, Lemmas 1 to 3 (and ``y_s <= top_s``, ``Y_ring <= R``) give::
 
-    n d c >= F(c) := R + sum_s Moore_s + max(0, sum_s top_s + R_LP - OneHop(c))
+    n d c >= F(c) := R + sum_s Moore_s + G + max(0, sum_s top_s + R_LP - OneHop(c))
 
-(and the same with the per-destination sums). ``F`` does not increase with ``c`` (Lemma 2), so
+(and the same with the per-destination sums and their ``G``). ``F`` does not increase with ``c`` (Lemma 2), so
 the set of ``c`` meeting the inequality is a half-line ``[c*, inf)``, found by bisection; the
 value returned is a ``c`` at which it still fails, so ``T > c / B``; the search starts at the
 larger of the Moore bound and the ideal switch (both valid), and returns it when the inequality
@@ -91,6 +119,7 @@ from math import gcd
 
 import highspy
 import numpy as np
+from scipy.optimize import linprog
 from scipy.sparse import coo_matrix
 
 from ...core.backends.pulp_backend import MatrixModel, highs_lp, new_highs
@@ -101,6 +130,7 @@ from .bisect import last_failing
 INF = math.inf
 MAX_COLUMNS = 2_000_000  # the LP's size limit (pair copies); beyond it the Moore count
 RING_PAIRS_PER_NODE = 32  # ring pairs of the LP, per node (ring_pairs)
+MAX_LEVELS = 8  # Lemma 3's levels solved, one LP each (d = 2 has n / 2 of them); the rest add 0
 
 
 def _level_sums(M: np.ndarray, d: int) -> tuple[float, float]:
@@ -114,6 +144,41 @@ def _level_sums(M: np.ndarray, d: int) -> tuple[float, float]:
         moore += float((row[nz] * slots[nz]).sum())
         top += float(row[:d].sum())
     return moore, top
+
+
+def level_gains(M: np.ndarray, d: int) -> tuple[float, float]:
+    """Lemma 3's ``G`` for the sources (rows of ``M``) and for the destinations (columns):
+    ``sum (T_h - W_h)`` over the levels ``h >= 2`` with ``M_h < n - 1`` (the first
+    ``MAX_LEVELS``), each ``W_h`` the optimum of one b-matching LP over the pairs with demand;
+    ``(0, 0)`` for ``d < 2``, where a level's reach does not grow."""
+    n = M.shape[0]
+    if d < 2 or n < 3:
+        return 0.0, 0.0
+    slots = moore_slots(n, d)
+    # M_h < n - 1 exactly for the levels before the last node's
+    reach = [int(np.count_nonzero(slots <= h)) for h in range(2, int(slots[-1]))][:MAX_LEVELS]
+    if not reach:
+        return 0.0, 0.0
+    iu, ju = np.nonzero(np.triu(M + M.T, 1))
+    w = M[iu, ju] + M[ju, iu]
+    P = len(w)
+    incidence = coo_matrix((np.ones(2 * P), (np.concatenate([iu, ju]), np.tile(np.arange(P), 2))),
+                           shape=(n, P)).tocsr()
+    top_rows = np.cumsum(-np.sort(-M, axis=1), axis=1).sum(axis=0)  # T_h at index M_h - 1
+    top_cols = np.cumsum(-np.sort(-M, axis=0), axis=0).sum(axis=1)
+    scale = float(w.max()) if P else 1.0  # weights of order 1 for the solver
+    gains = [0.0, 0.0]
+    for m in reach:
+        res = linprog(-w / scale, A_ub=incidence, b_ub=np.full(n, float(m)), bounds=(0, 1),
+                      method="highs")
+        if res.status != 0:  # no optimum, no certificate: the level gives up its gain
+            continue
+        # the LP's optimum bounds the bytes within h hops from above; a tiny relative slack
+        # covers the solver's tolerance
+        within = -float(res.fun) * scale * (1 + 1e-9)
+        for j, top in enumerate((top_rows, top_cols)):
+            gains[j] += max(0.0, float(top[m - 1]) - within)
+    return gains[0], gains[1]
 
 
 class OneHop:
@@ -271,6 +336,9 @@ def matching_bound(instance: Instance, scope: str = "any", info: dict | None = N
     pairs = int(np.count_nonzero(M)) + (0 if ring_ok is None else len(ring_ok[0]))
     if pairs * d > MAX_COLUMNS:  # too big an LP: the Moore count (valid, no gain)
         return max(ring + m for m, _ in sums) / (n * d * B)
+    # Lemma 3: the levels beyond one hop, coupled across the sources like the first
+    gains = level_gains(M, d)
+    sums = [(m + g, top) for (m, top), g in zip(sums, gains)]
     # start at the larger of the Moore bound's and the ideal switch's c (both valid): when the
     # inequality already holds there, the bound adds nothing and one LP was enough
     out, inn = instance.node_out_in_bytes()
@@ -285,5 +353,6 @@ def matching_bound(instance: Instance, scope: str = "any", info: dict | None = N
 
     value = lo if excess(lo) <= 0 else last_failing(excess, lo, 2 * lo, rel=1e-4, steps=40)
     if info is not None:
-        info.update(one_hop=lp.value(value), top=[t for _, t in sums], ring=ring)
+        info.update(one_hop=lp.value(value), top=[t for _, t in sums], ring=ring,
+                    level_gains=list(gains))
     return float(value / B)
