@@ -190,6 +190,19 @@ FULL = (
         (16, 4, "05 15 30 50"), (16, 8, "05 15 30"), (32, 4, "05 15 30 50"), (32, 8, "05 15"),
         (64, 4, "05 15 30 50"), (64, 8, "05 15 30 50")) for mp in mps.split()),
           ("alloc-search",), time_limit=120, settings={"rings": "tours"}),
+    # the same fixed search at n = 128, 360 s (a move there costs 3-12 s with free rings, so
+    # the 300 s runs above, which predate the fix, made 20-30 moves), on the n = 128
+    # instances with a certified gap above 2% in the store of 2026-12-06
+    Sweep("coopt", tuple(f"coopt/{m}-n128-d4.json" for m in ("bert", "candle", "dlrm",
+                                                             "gpt3-1.3b", "gpt3-13b")),
+          ("alloc-search",), time_limit=360, settings={"rings": "tours"}),
+    Sweep("mixed", ("mixed/mixed-n128-*.json",), ("alloc-search",), time_limit=360,
+          settings={"rings": "tours"}),
+    # the bounds after the matching bound's distance levels (Lemma 3 of bounds/matching.py),
+    # 90 s, where they move it: dense MP (mixed; ncf-n128-d4 is the only coopt instance)
+    *(Sweep(fam, patterns, ("lower-bounds",), time_limit=90, settings={"rings": rings})
+      for fam, patterns in (("mixed", ("mixed/*.json",)), ("coopt", ("coopt/ncf-n128-d4.json",)))
+      for rings in ("choose", "any")),
     # the hop-volume annealing with the default (TotientPerms) rings: on the MP-heavy mixed
     # instances it is as good as alloc-search (mixed-n128-d4-g4-mp50: 0.2170 s against
     # 0.2179 s; n = 64: 0.1803 against 0.1827 s); on pipeline traffic it is not (dlrm-n128-d4:
