@@ -161,6 +161,9 @@ def test_levels_lemma_on_every_small_topology():
 def test_no_traffic_degree_one_and_scope():
     empty = make_instance(4, 2, 100.0)
     assert matching_bound(empty) == 0.0
+    # rings only, with distance levels below n - 1 (d = 2, n = 20): no MP for them to count
+    rings = make_instance(20, 2, 100.0, allreduce=[(range(20), 1e8)])
+    assert matching_bound(rings) == pytest.approx(ideal_switch_time(rings))
     # d = 1: a source with two destinations cannot reach both; the Moore count is infinite
     inst = make_instance(4, 1, 100.0, mp=[(0, 1, 1e8), (0, 2, 1e8)])
     assert matching_bound(inst) == float("inf")

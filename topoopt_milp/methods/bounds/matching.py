@@ -162,11 +162,13 @@ def level_gains(M: np.ndarray, d: int) -> tuple[float, float]:
     iu, ju = np.nonzero(np.triu(M + M.T, 1))
     w = M[iu, ju] + M[ju, iu]
     P = len(w)
+    if P == 0:  # no MP (rings only): nothing to count beyond the rings' one hop
+        return 0.0, 0.0
     incidence = coo_matrix((np.ones(2 * P), (np.concatenate([iu, ju]), np.tile(np.arange(P), 2))),
                            shape=(n, P)).tocsr()
     top_rows = np.cumsum(-np.sort(-M, axis=1), axis=1).sum(axis=0)  # T_h at index M_h - 1
     top_cols = np.cumsum(-np.sort(-M, axis=0), axis=0).sum(axis=1)
-    scale = float(w.max()) if P else 1.0  # weights of order 1 for the solver
+    scale = float(w.max())  # weights of order 1 for the solver
     gains = [0.0, 0.0]
     for m in reach:
         res = linprog(-w / scale, A_ub=incidence, b_ub=np.full(n, float(m)), bounds=(0, 1),
