@@ -139,6 +139,35 @@ def test_plan_picks_methods_by_spec():
     assert portfolio.lead_first(entries, inst, jobs=2) == entries  # n <= exact_max_n
 
 
+def test_searches_behind_the_lead_share_the_budget(monkeypatch):
+    """The lead search keeps the whole budget; each search behind it gets an equal part of
+    what is left with the searches still waiting (the last one all of it), so that none is
+    crowded out; other runs get the whole remaining budget. Children are faked: each hands
+    back an error record at once, after its time limit is noted."""
+    from topoopt_milp.bench.portfolio_plan import Entry
+
+    inst = mixed(6, 2, 2, 0.4)
+    entries = [Entry("alloc-search", "search", {"rings": "tours"}),
+               Entry("totientperms", "heuristic", {}),
+               Entry("alloc-alternate", "search", {}),
+               Entry("hop-anneal", "search", {})]
+    limits = {}
+
+    def fake(task, stop, started):
+        limits[task.method["name"]] = task.params["time_limit"]
+        return {"status": "error", "error": "fake", "method": task.method["name"]}
+
+    monkeypatch.setattr(portfolio, "plan", lambda *a, **k: list(entries))
+    monkeypatch.setattr(portfolio, "lead_first", lambda pending, *a, **k: pending)
+    monkeypatch.setattr(portfolio, "execute", fake)
+    portfolio.certify(inst, 100.0, jobs=1)
+    reserve = portfolio.certify_reserve(inst)
+    assert limits["alloc-search"] == pytest.approx(100.0, abs=1.0)
+    assert limits["totientperms"] == pytest.approx(100.0, abs=1.0)
+    assert limits["alloc-alternate"] == pytest.approx(reserve + (100.0 - reserve) / 2, abs=1.0)
+    assert limits["hop-anneal"] == pytest.approx(100.0, abs=1.0)
+
+
 def test_certificate_measures_gaps_in_covering_scopes():
     from topoopt_milp.core.scope import ANALYTIC, Features, Scope
 

@@ -10,7 +10,10 @@ The runs go, in that order, to ``jobs`` worker slots, except the *lead* search
 needs no incumbent starts at once and keeps one slot for the whole budget (the searches need
 the time, ~140 s per run at n = 128; they build their own starts from the same cheap
 heuristics), while the other slots run the phases in order. Each run is a fresh child process
-(:func:`topoopt_milp.bench.child.execute`) with the *remaining* budget as its time limit,
+(:func:`topoopt_milp.bench.child.execute`) with the *remaining* budget as its time limit
+(behind a lead, a search shares it equally with the searches still waiting: a search uses its
+whole limit, so the first one behind the lead took all of it and the next never ran, e.g.
+``hop-anneal`` behind ``alloc-alternate`` on ``mixed-n128-d4-g4-mp50``),
 counted from the child's own start and holding the work after its solver (the one estimate,
 :func:`topoopt_milp.core.deadline.after_solver_s`, that a command-line solve keeps), and a
 hard kill at the absolute end
@@ -298,13 +301,15 @@ def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
         gap = cert.own_gap_pct()
         return gap is not None and gap <= tol
 
-    def launch(k: int, entry: Entry, pool: cf.Executor) -> cf.Future | None:
+    def launch(k: int, entry: Entry, pool: cf.Executor, share: int = 1) -> cf.Future | None:
         # the child's limit counts from its own start and holds its start-up and the work
-        # after its solver (bench/child.py): it gets the whole remaining budget, and is not
-        # started when the work after its solver would leave it less than MIN_RUN_S
+        # after its solver (bench/child.py): it gets the remaining budget (its 1 / share part
+        # of the time past the reserve), and is not started when the work after its solver
+        # would leave it less than MIN_RUN_S
         remaining = deadline - time.monotonic()
         if remaining - reserve < MIN_RUN_S:
             return None
+        remaining = reserve + (remaining - reserve) / share
         spec = registry.get(entry.method)
         knobs = {**entry.knobs, "time_limit": round(remaining, 3)}
         params = spec.options(knobs, seed=seed, strict=False).as_params()
@@ -358,6 +363,8 @@ def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
 
     running: dict[cf.Future, tuple[int, Entry]] = {}
     k = 0
+    # the lead search keeps its slot for the whole budget; the searches behind it share theirs
+    lead = pending[0] if pending and pending[0].phase == "search" else None
     try:
         with cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="certify") as pool:
             while pending or running:
@@ -372,7 +379,10 @@ def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
                     if idx is None:
                         break
                     entry = pending.pop(idx)
-                    fut = launch(k, entry, pool)
+                    share = 1 + sum(e.phase == "search" for e in pending) \
+                        if lead is not None and entry is not lead and entry.phase == "search" \
+                        else 1
+                    fut = launch(k, entry, pool, share)
                     if fut is None:
                         pending.clear()
                         break
