@@ -87,7 +87,9 @@ ranks ``M_{h-1} < k <= M_h`` at ``h`` hops (for the levels with ``M_h >= n - 1``
 are ``B``). So the byte-hops are at least ``sum_s Moore_s + top - Y_mp + G``. ``G >= 0``: at
 a feasible ``x`` node ``s``'s share ``sum_t b_st x_st`` is at most its ``M_h`` largest, so
 ``W_h <= T_h``, and likewise per destination. QED. The levels cost one LP each (over the pairs
-with demand), at most ``MAX_LEVELS`` of them (dropping a level's gain keeps the proof).
+with demand), at most ``MAX_LEVELS`` of them (dropping a level's gain keeps the proof); the
+value used for ``W_h`` is the objective of a dual solution (weak duality), so a solver's
+tolerance can only weaken the bound, never break it.
 
 Theorem. A ring edge crosses at least one arc, and two when it does not go one hop; in time
 ``T`` the arcs carry at most ``n d c`` byte-hops (``sum_a L_a <= n d``). With ``R`` the ring
@@ -175,9 +177,12 @@ def level_gains(M: np.ndarray, d: int) -> tuple[float, float]:
                       method="highs")
         if res.status != 0:  # no optimum, no certificate: the level gives up its gain
             continue
-        # the LP's optimum bounds the bytes within h hops from above; a tiny relative slack
-        # covers the solver's tolerance
-        within = -float(res.fun) * scale * (1 + 1e-9)
+        # W_h from above whatever the solver's tolerances: by weak duality any y >= 0 gives
+        # W_h <= sum_v M_h y_v + sum_{s<t} max(0, w_st - y_s - y_t); the solver's row duals
+        # (clipped at 0) make it the LP's optimum up to those tolerances
+        y = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=float), 0.0)
+        within = scale * (m * float(y.sum())
+                          + float(np.maximum(w / scale - y[iu] - y[ju], 0.0).sum()))
         for j, top in enumerate((top_rows, top_cols)):
             gains[j] += max(0.0, float(top[m - 1]) - within)
     return gains[0], gains[1]
