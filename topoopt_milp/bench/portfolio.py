@@ -379,9 +379,9 @@ def certify(instance: Instance, time_limit: float, *, jobs: int | None = None,
                     if idx is None:
                         break
                     entry = pending.pop(idx)
-                    share = 1 + sum(e.phase == "search" for e in pending) \
-                        if lead is not None and entry is not lead and entry.phase == "search" \
-                        else 1
+                    share = 1
+                    if lead is not None and entry is not lead and entry.phase == "search":
+                        share += sum(e.phase == "search" for e in pending)
                     fut = launch(k, entry, pool, share)
                     if fut is None:
                         pending.clear()
