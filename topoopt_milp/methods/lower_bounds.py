@@ -175,7 +175,8 @@ def _child(f, instance: Instance, send) -> None:
 SPEC = MethodSpec(
     "lower-bounds", "alloc", "exact", "analytic", LowerBoundParams, solve,
     "lower bounds only (no solution): port-aware hop counting, cut-sets, ideal switch, Moore, "
-    "the b-matchings of the one-hop bytes and of each distance level, the port classes of "
-    "the AllReduce groups, the neighbourhood and gateway MILPs, optionally the Benders master",
+    "the b-matchings of the one-hop bytes and of each distance level (both counts less the "
+    "capacity the nodes' send/receive imbalance keeps idle), the port classes of the "
+    "AllReduce groups, the neighbourhood and gateway MILPs, optionally the Benders master",
     scope=bound_scope,
     memory=lambda i, o: dense_estimate(i))

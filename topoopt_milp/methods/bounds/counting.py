@@ -30,7 +30,8 @@ port_hop_bound (per-source hop counting that respects the port budget)
       MP demands) each costs at least one more hop.
 
     So the byte-hops of ``s`` are at least ``H_s(c) = min_m [MP_m + 2 E_s - rd_m +
-    max(0, rd_m + MP1_m - d c)]``, and ``sum_s H_s(c) <= n d c``. ``H_s`` does not increase
+    max(0, rd_m + MP1_m - d c)]``, and ``sum_s H_s(c) <= n d c - I`` (``I`` the capacity the
+    nodes' imbalance keeps idle, :mod:`.idle`). ``H_s`` does not increase
     with ``c``, so the least ``c`` meeting the inequality is found by bisection and
     ``T >= c / B``. The same count over the bytes *arriving* at each node (predecessors,
     in-links) gives a second bound; the larger is returned. With ``m = d`` and ``rd_d = E_s``
@@ -69,6 +70,7 @@ import numpy as np
 from ...core.evaluate import ideal_switch_time, moore_lower_bound
 from ...core.instance import Instance
 from .bisect import last_failing
+from .idle import idle_capacity
 from .matching import matching_bound
 from .port_classes import port_class_bound
 
@@ -141,13 +143,13 @@ def port_hop_bound(instance: Instance, scope: str = "totient") -> float:
             costs, one_hop = _level_costs(row, d)
             sigma = len(nbrs[s])
             terms.append((costs, one_hop, ring[s], sigma))
-        best = max(best, _least_capacity(terms, n, d) / B)
+        best = max(best, _least_capacity(terms, n, d, idle_capacity(instance)) / B)
     return max(best, ideal_switch_time(instance))
 
 
-def _least_capacity(terms, n: int, d: int) -> float:
-    """The least ``c`` with ``sum_s H_s(c) <= n d c`` (bisection; the returned value is a
-    ``c`` at which the inequality still fails, so ``B T > c``)."""
+def _least_capacity(terms, n: int, d: int, idle: float) -> float:
+    """The least ``c`` with ``sum_s H_s(c) <= n d c - idle`` (bisection; the returned value is
+    a ``c`` at which the inequality still fails, so ``B T > c``)."""
     ms = np.arange(1, d + 1)
 
     def excess(c: float) -> float:
@@ -156,7 +158,7 @@ def _least_capacity(terms, n: int, d: int) -> float:
             rd = np.minimum(E, c * (np.minimum(ms, sigma) + d - ms))
             h = costs + 2 * E - rd + np.maximum(0.0, rd + one_hop - d * c)
             total += float(h.min())
-        return total - n * d * c
+        return total + idle - n * d * c
 
     return last_failing(excess)
 

@@ -92,10 +92,11 @@ value used for ``W_h`` is the objective of a dual solution (weak duality), so a 
 tolerance can only weaken the bound, never break it.
 
 Theorem. A ring edge crosses at least one arc, and two when it does not go one hop; in time
-``T`` the arcs carry at most ``n d c`` byte-hops (``sum_a L_a <= n d``). With ``R`` the ring
-bytes, Lemmas 1 to 3 (and ``y_s <= top_s``, ``Y_ring <= R``) give::
+``T`` the arcs carry at most ``n d c - I`` byte-hops, ``I`` the capacity that the nodes'
+imbalance keeps idle (:mod:`.idle`). With ``R`` the ring bytes, Lemmas 1 to 3 (and ``y_s <=
+top_s``, ``Y_ring <= R``) give::
 
-    n d c >= F(c) := R + sum_s Moore_s + G + max(0, sum_s top_s + R_LP - OneHop(c))
+    n d c - I >= F(c) := R + sum_s Moore_s + G + max(0, sum_s top_s + R_LP - OneHop(c))
 
 (and the same with the per-destination sums and their ``G``). ``F`` does not increase with ``c`` (Lemma 2), so
 the set of ``c`` meeting the inequality is a half-line ``[c*, inf)``, found by bisection; the
@@ -128,6 +129,7 @@ from ...core.backends.pulp_backend import MatrixModel, highs_lp, new_highs
 from ...core.evaluate import moore_slots
 from ...core.instance import Instance
 from .bisect import last_failing
+from .idle import idle_capacity
 
 INF = math.inf
 MAX_COLUMNS = 2_000_000  # the LP's size limit (pair copies); beyond it the Moore count
@@ -337,29 +339,32 @@ def matching_bound(instance: Instance, scope: str = "any", info: dict | None = N
     # and take no one-hop capacity, as in the Moore bound
     ring_ok, budget = ring_pairs(instance, scope)
     ring = float(sum(g.edge_bytes * len(g.members) for g in instance.allreduce))
+    idle = idle_capacity(instance)  # byte-hops the arcs can never carry (idle.py)
     sums = [_level_sums(M, d), _level_sums(M.T, d)]
     if not all(math.isfinite(m) for m, _ in sums):
         return INF  # d = 1 and demands beyond one hop: no topology routes them
     pairs = int(np.count_nonzero(M)) + (0 if ring_ok is None else len(ring_ok[0]))
     if pairs * d > MAX_COLUMNS:  # too big an LP: the Moore count (valid, no gain)
-        return max(ring + m for m, _ in sums) / (n * d * B)
+        return (max(ring + m for m, _ in sums) + idle) / (n * d * B)
     # Lemma 3: the levels beyond one hop, coupled across the sources like the first
     gains = level_gains(M, d)
     sums = [(m + g, top) for (m, top), g in zip(sums, gains)]
     # start at the larger of the Moore bound's and the ideal switch's c (both valid): when the
     # inequality already holds there, the bound adds nothing and one LP was enough
     out, inn = instance.node_out_in_bytes()
-    lo = max(max(ring + m for m, _ in sums) / (n * d), float(max(out.max(), inn.max())) / d)
+    lo = max((max(ring + m for m, _ in sums) + idle) / (n * d),
+             float(max(out.max(), inn.max())) / d)
     lp = OneHop(M, d, ring_ok, budget, c_min=lo)
     # the ring bytes that may miss their one-hop slot: those of the groups the LP sees
     missable = float(budget.sum())
 
     def excess(c: float) -> float:
         one = lp.value(c)
-        return max(ring + m + max(0.0, top + missable - one) for m, top in sums) - n * d * c
+        return max(ring + m + max(0.0, top + missable - one) for m, top in sums) + idle \
+            - n * d * c
 
     value = lo if excess(lo) <= 0 else last_failing(excess, lo, 2 * lo, rel=1e-4, steps=40)
     if info is not None:
         info.update(one_hop=lp.value(value), top=[t for _, t in sums], ring=ring,
-                    level_gains=list(gains))
+                    level_gains=list(gains), idle=idle)
     return float(value / B)
