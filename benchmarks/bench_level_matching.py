@@ -1,23 +1,27 @@
-"""Lemma 3 of the matching bound (``methods/bounds/matching.py``: the MP bytes within ``h``
-hops fit in a b-matching of degree ``M_h``, for every level ``h >= 2``) on the coopt and
-mixed instances: how much of the certified gap (every ring order) it closes, and its cost
-(issue 16, item 2).
+"""A lever of the matching bound (``methods/bounds/matching.py``) on the coopt and mixed
+instances: how much of the certified gap (every ring order) it closes, and its cost (issue 16,
+item 2). The levers:
+
+* ``levels`` (Lemma 3: the MP bytes within ``h`` hops fit in a b-matching of degree ``M_h``,
+  for every level ``h >= 2``), switched off by ``MAX_LEVELS = 0``;
+* ``idle`` (:mod:`~topoopt_milp.methods.bounds.idle`: the arc capacity that the nodes' send /
+  receive imbalance keeps idle), switched off by an idle capacity of 0.
 
 Per instance:
 
 * ``matching_s``: :func:`~topoopt_milp.methods.bounds.matching.matching_bound` (scope
-  ``any``) with the levels switched off (``MAX_LEVELS = 0``, the bound before Lemma 3), and
-  ``levels_s`` with them; each timed here (CPU seconds);
+  ``any``) with the lever switched off, and ``lever_s`` with it; each timed here (CPU
+  seconds);
 * ``bound_any_s``, ``best_s``: the best bound valid for every ring order and the best
   solution of the headline (``results/headline.csv``'s rows, rebuilt from ``--store``);
-* ``closed = (max(bound_any, levels) - bound_any) / (best - bound_any)`` and the gap against
+* ``closed = (max(bound_any, lever) - bound_any) / (best - bound_any)`` and the gap against
   every ring order before and after.
 
 Only instances with an open gap (``best > bound_any``) are listed. The machine load is
 printed with the table (2 cores, 24 GiB). Usage::
 
-    python benchmarks/bench_level_matching.py [--store results/runs.sqlite] [--match mixed-n128]
-        [--out FILE.md]
+    python benchmarks/bench_level_matching.py [--lever levels|idle]
+        [--store results/runs.sqlite] [--match mixed-n128] [--out FILE.md]
 """
 
 from __future__ import annotations
@@ -44,22 +48,26 @@ def sig(x: float) -> float:
     return float(f"{x:.7g}")
 
 
-def timed_bound(inst, levels: int) -> tuple[float, float]:
-    """``(matching bound [s], CPU s)`` with at most ``levels`` of Lemma 3's levels."""
-    saved = matching.MAX_LEVELS
-    matching.MAX_LEVELS = levels
+def timed_bound(inst, lever: str, on: bool) -> tuple[float, float]:
+    """``(matching bound [s], CPU s)`` with ``lever`` switched on or off."""
+    saved = matching.MAX_LEVELS, matching.idle_capacity
+    if not on and lever == "levels":
+        matching.MAX_LEVELS = 0
+    if not on and lever == "idle":
+        matching.idle_capacity = lambda _inst: 0.0
     try:
         t0 = time.process_time()
         value = matching.matching_bound(inst, "any")
         return value, time.process_time() - t0
     finally:
-        matching.MAX_LEVELS = saved
+        matching.MAX_LEVELS, matching.idle_capacity = saved
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--instances", nargs="+", default=[str(ROOT / "instances" / f)
                                                        for f in ("coopt", "mixed")])
+    ap.add_argument("--lever", choices=("levels", "idle"), default="levels")
     ap.add_argument("--store", type=Path, default=ROOT / "results" / "runs.sqlite")
     ap.add_argument("--match", nargs="*", default=None)
     ap.add_argument("--out", type=Path, default=None, help="also write the table here (md)")
@@ -80,14 +88,14 @@ def main(argv=None) -> int:
         best, bound = float(row["best_s"]), float(row["bound_any_s"])
         if not best > bound:
             continue
-        before, cpu0 = timed_bound(inst, 0)
-        after, cpu1 = timed_bound(inst, matching.MAX_LEVELS)
+        before, cpu0 = timed_bound(inst, args.lever, False)
+        after, cpu1 = timed_bound(inst, args.lever, True)
         new = max(bound, after)
         rows.append({"instance": inst.name, "n": inst.n, "d": inst.degree,
                      "best_s": sig(best), "bound_any_s": sig(bound),
                      "bound_any_by": row["bound_any_by"], "matching_s": sig(before),
-                     "levels_s": sig(after), "gain_pct": round(100 * (after / before - 1), 2),
-                     "cpu_s": round(cpu0, 2), "levels_cpu_s": round(cpu1, 2),
+                     "lever_s": sig(after), "gain_pct": round(100 * (after / before - 1), 2),
+                     "cpu_s": round(cpu0, 2), "lever_cpu_s": round(cpu1, 2),
                      "gap_before_pct": round(100 * (best - bound) / best, 2),
                      "gap_after_pct": round(100 * (best - new) / best, 2),
                      "closed_pct": round(100 * (new - bound) / (best - bound), 1)})
@@ -95,21 +103,22 @@ def main(argv=None) -> int:
     df = pd.DataFrame(rows)
     l1, l5 = os.getloadavg()[:2]
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    lines = ["# matching bound with Lemma 3's levels: share of the certified gap (every ring "
-             "order) it closes\n",
-             f"`python benchmarks/bench_level_matching.py` ({when}, load {l1:.2f} {l5:.2f} on "
+    lines = [f"# matching bound with the lever `{args.lever}`: share of the certified gap "
+             "(every ring order) it closes\n",
+             f"`python benchmarks/bench_level_matching.py --lever {args.lever}` ({when}, load "
+             f"{l1:.2f} {l5:.2f} on "
              f"{os.cpu_count() or 1} cpus; 2 cores, 24 GiB); store `{args.store.name}`.\n"]
     if len(df):
         moved = df[df["closed_pct"] > 0]
         lines += [render(df, "md"), "",
-                  f"Instances with an open gap: {len(df)}; the levels raise the matching bound on "
+                  f"Instances with an open gap: {len(df)}; the lever raises the matching bound on "
                   f"{int((df['gain_pct'] > 0).sum())} (median gain "
                   f"{statistics.median(df['gain_pct']):.2f}%, max {df['gain_pct'].max():.2f}%) "
                   f"and the best bound on {len(moved)} (gap closed: median "
                   f"{statistics.median(moved['closed_pct']) if len(moved) else 0:.1f}%, max "
                   f"{moved['closed_pct'].max() if len(moved) else 0:.1f}%). CPU: "
-                  f"{df['cpu_s'].sum():.1f} s without the levels, "
-                  f"{df['levels_cpu_s'].sum():.1f} s with them."]
+                  f"{df['cpu_s'].sum():.1f} s without the lever, "
+                  f"{df['lever_cpu_s'].sum():.1f} s with it."]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
