@@ -199,7 +199,9 @@ FULL = (
     Sweep("mixed", ("mixed/mixed-n128-*.json",), ("alloc-search",), time_limit=360,
           settings={"rings": "tours"}),
     # the bounds after the matching bound's distance levels (Lemma 3 of bounds/matching.py),
-    # 90 s, where they move it: dense MP (mixed; ncf-n128-d4 is the only coopt instance)
+    # 90 s, where they move it: dense MP (mixed; ncf-n128-d4 is the only coopt instance); on
+    # mixed re-run under the same keys after the idle capacity (bounds/idle.py) and the class
+    # sums of the port-class bound
     *(Sweep(fam, patterns, ("lower-bounds",), time_limit=90, settings={"rings": rings})
       for fam, patterns in (("mixed", ("mixed/*.json",)), ("coopt", ("coopt/ncf-n128-d4.json",)))
       for rings in ("choose", "any")),
@@ -208,6 +210,12 @@ FULL = (
     # 0.2179 s; n = 64: 0.1803 against 0.1827 s); on pipeline traffic it is not (dlrm-n128-d4:
     # 0.0257 against 0.0221 s)
     Sweep("mixed", ("mixed/*.json",), ("hop-anneal",), time_limit=120),
+    # the fixed search at 600 s on mixed d = 4, n = 32 and 64, where a move costs well under a
+    # second and the 120 s runs still moved late (mixed-n32-d4-g4-mp15: 0.069317 s after 600 s,
+    # 1598 swap batches, against 0.070135 s after 120 s)
+    Sweep("mixed", tuple(f"mixed/mixed-n{k}-d4-g4-mp{mp}.json" for k in (32, 64)
+                         for mp in ("05", "15", "30", "50")),
+          ("alloc-search",), time_limit=600, settings={"rings": "tours"}),
 )
 
 
