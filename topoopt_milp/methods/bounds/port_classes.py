@@ -93,8 +93,8 @@ class.) The ``n_gj`` nodes with ``j`` ports out send in one hop at most the ``n_
 and every class sum be real and non-negative keeps each solution feasible, so the linear
 system has a solution at ``c = B T`` for every solution of time ``T``. The capacities enter
 as ``c n_gj``: for a fixed ``c`` the system is linear, and a larger ``c`` only relaxes it, so
-the least feasible ``c`` is found by bisection; the value returned is one the system refuses (or the ideal switch, itself
-a bound), hence ``T >= c / B``.
+the least feasible ``c`` is found by bisection; the value returned is one the system refuses
+(or the ideal switch, itself a bound), hence ``T >= c / B``.
 
 Scope: every topology with the port budget, every routing and every ring order (only ``e_g``
 per member is used): ``"any"``, which covers the TotientPerms orders too.
