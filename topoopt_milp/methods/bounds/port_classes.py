@@ -8,7 +8,7 @@ a node relays a byte between two links *out of its group* only if it has two of 
 bound counts, per group and per number ``j`` of ports out, the nodes and the bytes their arcs
 must carry, and asks for the least link capacity at which some fractional mix of these classes
 carries everything. On ``mixed-n128-d4-g4-mp05`` (4 rings of 32 with 5% all-to-all MP) it is
-0.06430 s against 0.05263 s for the best earlier bound (the ideal switch 0.05041 s; the best
+0.06453 s against 0.05263 s for the best earlier bound (the ideal switch 0.05041 s; the best
 solution known 0.06889 s).
 
 Setting. The AllReduce groups are disjoint (else the bound does not apply and is 0); the
@@ -80,18 +80,22 @@ Relaxation. Summing the node rows over the nodes of part ``g`` with ``j_v = j`` 
 rows with ``R_g n_gj`` for the ring bytes, ``(d - j) c n_gj`` and ``j c n_gj`` for the
 capacities and class sums for the rest, ``n_gj`` the number of such nodes
 (``sum_j n_gj = |g|``). The MP of a class is tied to the values of its part's nodes: the
-``n_gj`` nodes with ``j`` crossing ports are ``n_gj`` of the part's members, so their ``co_v``
-sum to at least the ``n_gj`` smallest and at most the ``n_gj`` largest ``co_v`` of the part
-(and likewise for ``ci``, ``ma``, ``mb``), for every class ``j`` including ``0``: the first a
-convex piecewise-linear function of ``n_gj`` with breakpoints at the integers (the maximum of
-its pieces), the second a concave one (the minimum of its pieces), both exact at integer
-``n_gj``. (With only the lower side for ``j = 0`` the relaxation could give the class without
-crossing ports all of the part's MP inside the part and the other classes none:
-``mixed-n128-d4-g4-mp15``'s bound rose 0.065297 -> 0.069716 s with both sides for every
-class.) The ``n_gj`` nodes with ``j`` ports out send in one hop at most the ``n_gj`` largest
-``top_out`` for ``j`` of the part (concave: the minimum of its pieces). Letting the ``n_gj``
-and every class sum be real and non-negative keeps each solution feasible, so the linear
-system has a solution at ``c = B T`` for every solution of time ``T``. The capacities enter
+``n_gj`` nodes with ``j`` crossing ports are ``n_gj`` of the part's members, so for every set
+``F`` of the four flows ``co``, ``ci``, ``ma``, ``mb`` the class's sum of ``sum_F`` (one value
+per node, e.g. ``co_v + ma_v``, all the MP it sends) is at least the sum of the ``n_gj``
+smallest and at most the sum of the ``n_gj`` largest values of ``sum_F`` over the part, for
+every class ``j`` including ``0``: the first a convex piecewise-linear function of ``n_gj``
+with breakpoints at the integers (the maximum of its pieces), the second a concave one (the
+minimum of its pieces), both exact at integer ``n_gj``. (With only the lower side of ``co``,
+``ci``, ``ma`` and ``mb`` alone for ``j = 0``, the relaxation could give the class without
+crossing ports all of the part's MP inside the part and the other classes none; both sides
+for every class raised ``mixed-n128-d4-g4-mp15``'s bound 0.065297 -> 0.069716 s, and the
+sets of two or more flows, which keep one class from taking the largest ``co`` and the
+largest ``ma`` from different nodes, to 0.070468 s.) The ``n_gj`` nodes with ``j`` ports out
+send in one hop at most the ``n_gj`` largest ``top_out`` for ``j`` of the part (concave: the
+minimum of its pieces). Letting the ``n_gj`` and every class sum be real and non-negative
+keeps each solution feasible, so the linear system has a solution at ``c = B T`` for every
+solution of time ``T``. The capacities enter
 as ``c n_gj``: for a fixed ``c`` the system is linear, and a larger ``c`` only relaxes it, so
 the least feasible ``c`` is found by bisection; the value returned is one the system refuses
 (or the ideal switch, itself a bound), hence ``T >= c / B``.
@@ -101,6 +105,8 @@ per member is used): ``"any"``, which covers the TotientPerms orders too.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 from scipy.optimize import linprog
@@ -184,12 +190,18 @@ class _System:
             self.eq.append(({self.v("n", g, j): 1.0 for j in range(d + 1)}, float(len(mem))))
             for name, vals in flows.items():
                 self.eq.append(({self.v(name, g, j): 1.0 for j in range(d + 1)}, float(vals.sum())))
-                for j in range(d + 1):  # every class: between its n smallest and n largest
-                    nj, fj = self.v("n", g, j), self.v(name, g, j)
-                    for c0, s in _pieces(vals, largest=False):
-                        self.ub.append(({nj: s, fj: -1.0}, {}, -c0))
-                    for c0, s in _pieces(vals, largest=True):
-                        self.ub.append(({fj: 1.0, nj: -s}, {}, c0))
+            # every class, every set F of the flows: the class's sum of sum_F lies between the
+            # sums of the n smallest and the n largest values of sum_F over the part's nodes
+            for size in range(1, len(flows) + 1):
+                for F in itertools.combinations(flows, size):
+                    vals = sum(flows[name] for name in F)
+                    lower, upper = _pieces(vals, largest=False), _pieces(vals, largest=True)
+                    for j in range(d + 1):
+                        nj, cols = self.v("n", g, j), [self.v(name, g, j) for name in F]
+                        for c0, s in lower:
+                            self.ub.append(({nj: s, **dict.fromkeys(cols, -1.0)}, {}, -c0))
+                        for c0, s in upper:
+                            self.ub.append(({**dict.fromkeys(cols, 1.0), nj: -s}, {}, c0))
             n0 = self.v("n", g, 0)
             self.ub.append(({n0: r, self.v("co", g, 0): 1.0, self.v("ma", g, 0): 1.0},
                             {n0: -d}, 0.0))
