@@ -349,8 +349,9 @@ def matching_bound(instance: Instance, scope: str = "any", info: dict | None = N
     # Lemma 3: the levels beyond one hop, coupled across the sources like the first
     gains = level_gains(M, d)
     sums = [(m + g, top) for (m, top), g in zip(sums, gains)]
-    # start at the larger of the Moore bound's and the ideal switch's c (both valid): when the
-    # inequality already holds there, the bound adds nothing and one LP was enough
+    # start at the larger of the Moore count's c (less the idle capacity) and the ideal
+    # switch's (both valid): when the inequality already holds there, the bound adds nothing
+    # and one LP was enough
     out, inn = instance.node_out_in_bytes()
     lo = max((max(ring + m for m, _ in sums) + idle) / (n * d),
              float(max(out.max(), inn.max())) / d)
