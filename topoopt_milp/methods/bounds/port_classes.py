@@ -95,10 +95,10 @@ largest ``ma`` from different nodes, to 0.070468 s.) The ``n_gj`` nodes with ``j
 send in one hop at most the ``n_gj`` largest ``top_out`` for ``j`` of the part (concave: the
 minimum of its pieces). Letting the ``n_gj`` and every class sum be real and non-negative
 keeps each solution feasible, so the linear system has a solution at ``c = B T`` for every
-solution of time ``T``. The capacities enter
-as ``c n_gj``: for a fixed ``c`` the system is linear, and a larger ``c`` only relaxes it, so
-the least feasible ``c`` is found by bisection; the value returned is one the system refuses
-(or the ideal switch, itself a bound), hence ``T >= c / B``.
+solution of time ``T``. The capacities enter as ``c n_gj``: for a fixed ``c`` the system is
+linear, and a larger ``c`` only relaxes it, so the least feasible ``c`` is found by bisection;
+the value returned is one the system refuses (or the ideal switch, itself a bound), hence
+``T >= c / B``.
 
 Scope: every topology with the port budget, every routing and every ring order (only ``e_g``
 per member is used): ``"any"``, which covers the TotientPerms orders too.
