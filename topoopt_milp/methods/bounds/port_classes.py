@@ -118,6 +118,10 @@ from .bisect import last_failing
 # excess of a capacity row (in units of the ideal switch's capacity) still read as feasible:
 # above HiGHS's tolerances on these O(1) rows, far below a bound's digits
 TOL = 1e-6
+# linear pieces per sorted-sum function (_pieces): the rows grow with 15 (d + 1) pieces per
+# member of a part; measured on a mixed instance with n = 512, d = 8 and parts of 128, 29 s
+# with every piece against 8 s with the single flows only
+MAX_PIECES = 32
 
 
 def parts_of(instance: Instance) -> tuple[np.ndarray, np.ndarray] | None:
@@ -139,10 +143,15 @@ def parts_of(instance: Instance) -> tuple[np.ndarray, np.ndarray] | None:
 def _pieces(values: np.ndarray, largest: bool) -> list[tuple[float, float]]:
     """The linear pieces ``(c0, s)`` of ``k -> sum of the k smallest (largest) values``,
     piecewise linear in real ``k`` with breakpoints at the integers: convex for the smallest
-    (the maximum of its pieces ``c0 + s k``), concave for the largest (their minimum)."""
+    (the maximum of its pieces ``c0 + s k``), concave for the largest (their minimum). At most
+    :data:`MAX_PIECES` of them, evenly spaced: a subset of a convex function's pieces still
+    bounds it from below, and of a concave one's from above, so the rows stay valid, only
+    looser between the kept breakpoints (exact up to ``MAX_PIECES`` values)."""
     a = np.sort(values)[::-1] if largest else np.sort(values)
     prefix = np.concatenate([[0.0], np.cumsum(a)])
-    return [(float(prefix[i] - a[i] * i), float(a[i])) for i in range(len(a))]
+    keep = range(len(a)) if len(a) <= MAX_PIECES else \
+        np.unique(np.linspace(0, len(a) - 1, MAX_PIECES).round().astype(int))
+    return [(float(prefix[i] - a[i] * i), float(a[i])) for i in keep]
 
 
 def _part_sums(mp: np.ndarray, part: np.ndarray, d: int, block: int = 512
