@@ -135,7 +135,7 @@ def port_hop_bound(instance: Instance, scope: str = "totient") -> float:
     ring = np.zeros(n)
     for g in instance.allreduce:
         ring[list(g.members)] += g.edge_bytes
-    best = 0.0
+    best, idle = 0.0, idle_capacity(instance)
     for M, nbrs in ((mp, succ), (mp.T, pred)):
         terms = []
         for s in range(n):
@@ -143,7 +143,7 @@ def port_hop_bound(instance: Instance, scope: str = "totient") -> float:
             costs, one_hop = _level_costs(row, d)
             sigma = len(nbrs[s])
             terms.append((costs, one_hop, ring[s], sigma))
-        best = max(best, _least_capacity(terms, n, d, idle_capacity(instance)) / B)
+        best = max(best, _least_capacity(terms, n, d, idle) / B)
     return max(best, ideal_switch_time(instance))
 
 
