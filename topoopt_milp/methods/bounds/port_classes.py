@@ -11,10 +11,12 @@ carries everything. On ``mixed-n128-d4-g4-mp05`` (4 rings of 32 with 5% all-to-a
 0.06453 s against 0.05263 s for the best earlier bound (the ideal switch 0.05041 s; the best
 solution known 0.06889 s).
 
-Setting. The AllReduce groups are disjoint (else the bound does not apply and is 0); the
-*parts* are the groups and, if any, the set of nodes in no group. For a node ``v`` in part
-``g``: ``R_v = e_g`` the ring bytes it sends to (and receives from) its successors in every
-ring order of its group (0 outside a group), ``ma_v`` / ``mb_v`` the MP bytes it sends to /
+Setting. The *parts* are the connected components of the AllReduce groups (groups that
+share a node, e.g. a data-parallel group nested in a larger one, are in one part; disjoint
+groups are their own parts) and, if any, the set of nodes in no group. For a node ``v`` in
+part ``g``: ``R_v = sum of e_h`` over the groups ``h`` of ``v``, the ring bytes it sends to
+(and receives from) its successors in every ring order of its groups, all of them in its
+part (0 outside a group), ``ma_v`` / ``mb_v`` the MP bytes it sends to /
 receives from its own part, ``co_v`` / ``ci_v`` those to / from other parts. ``c = B T`` is
 what an arc carries in time ``T``. An arc is *internal* when both ends are in one part, else
 *crossing*; ``j_v`` is the number of crossing ports of ``v`` (``j_v <= d``, so ``v`` has at most
@@ -77,7 +79,8 @@ relay incidences of MP bytes::
 ``xin = xout = a = b = f = h = 0`` and no relays.
 
 Relaxation. Summing the node rows over the nodes of part ``g`` with ``j_v = j`` gives the same
-rows with ``R_g n_gj`` for the ring bytes, ``(d - j) c n_gj`` and ``j c n_gj`` for the
+rows with ``R_g n_gj`` for the ring bytes (a class sum of ``R_v`` like the MP flows below, a
+fifth flow, where ``R_v`` differs within the part), ``(d - j) c n_gj`` and ``j c n_gj`` for the
 capacities and class sums for the rest, ``n_gj`` the number of such nodes
 (``sum_j n_gj = |g|``). The MP of a class is tied to the values of its part's nodes: the
 ``n_gj`` nodes with ``j`` crossing ports are ``n_gj`` of the part's members, so for every set
@@ -124,20 +127,30 @@ TOL = 1e-6
 MAX_PIECES = 32
 
 
-def parts_of(instance: Instance) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(part, R)``: each node's part (its group's index, or one more part for the nodes in
-    no group) and its ring bytes ``e_g``; ``None`` when two groups share a node."""
+def parts_of(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
+    """``(part, R)``: each node's part and its ring bytes ``R_v``. The parts are the connected
+    components of the AllReduce groups (two groups that share a node are in one part) and, if
+    any, the set of nodes in no group; ``R_v`` is the sum of ``e_g`` over the groups of ``v``
+    (every ring successor of ``v`` is in its part, which is all the lemma asks)."""
     n = instance.n
-    part = np.full(n, -1, dtype=np.int64)
+    root = list(range(n))
+
+    def find(v: int) -> int:
+        while root[v] != v:
+            root[v] = root[root[v]]
+            v = root[v]
+        return v
+
     ring = np.zeros(n)
-    for gi, g in enumerate(instance.allreduce):
+    grouped = np.zeros(n, dtype=bool)
+    for g in instance.allreduce:
         members = list(g.members)
-        if (part[members] >= 0).any():
-            return None
-        part[members] = gi
-        ring[members] = g.edge_bytes
-    part[part < 0] = len(instance.allreduce)
-    return part, ring
+        ring[members] += g.edge_bytes
+        grouped[members] = True
+        for v in members[1:]:
+            root[find(v)] = find(members[0])
+    label = np.array([find(v) if grouped[v] else n for v in range(n)])
+    return np.unique(label, return_inverse=True)[1].astype(np.int64), ring
 
 
 def _pieces(values: np.ndarray, largest: bool) -> list[tuple[float, float]]:
@@ -192,10 +205,18 @@ class _System:
         parts = np.unique(part)
         for g in parts:
             mem = np.flatnonzero(part == g)
-            r = float(ring[mem[0]])
             flows = {"co": np.maximum(total_out[mem] - own_out[mem], 0.0),
                      "ci": np.maximum(total_in[mem] - own_in[mem], 0.0),
                      "ma": own_out[mem], "mb": own_in[mem]}
+            if np.ptp(ring[mem]) > 1e-12 * max(float(ring[mem].max()), 1.0):
+                # members of overlapping groups: R_v varies, so it is a class sum too
+                flows["rg"] = ring[mem]
+
+                def rings(j, g=g):
+                    return {self.v("rg", g, j): 1.0}
+            else:
+                def rings(j, nodes=float(ring[mem[0]]), g=g):
+                    return {self.v("n", g, j): nodes}
             self.eq.append(({self.v("n", g, j): 1.0 for j in range(d + 1)}, float(len(mem))))
             for name, vals in flows.items():
                 self.eq.append(({self.v(name, g, j): 1.0 for j in range(d + 1)}, float(vals.sum())))
@@ -212,9 +233,9 @@ class _System:
                         for c0, s in upper:
                             self.ub.append(({**dict.fromkeys(cols, 1.0), nj: -s}, {}, c0))
             n0 = self.v("n", g, 0)
-            self.ub.append(({n0: r, self.v("co", g, 0): 1.0, self.v("ma", g, 0): 1.0},
+            self.ub.append(({**rings(0), self.v("co", g, 0): 1.0, self.v("ma", g, 0): 1.0},
                             {n0: -d}, 0.0))
-            self.ub.append(({n0: r, self.v("ci", g, 0): 1.0, self.v("mb", g, 0): 1.0},
+            self.ub.append(({**rings(0), self.v("ci", g, 0): 1.0, self.v("mb", g, 0): 1.0},
                             {n0: -d}, 0.0))
             f_sum = {self.v("co", g, 0): 1.0}
             h_sum = {self.v("ci", g, 0): 1.0}
@@ -234,9 +255,9 @@ class _System:
                     relays[g].append(rcc)
                 relays[g].append(rci)
                 self.ub += [
-                    ({nj: r, self.v("mb", g, j): 1.0, xi: -1.0, f: 1.0, ci: 1.0, b: -1.0,
+                    ({**rings(j), self.v("mb", g, j): 1.0, xi: -1.0, f: 1.0, ci: 1.0, b: -1.0,
                       ric: 1.0}, {nj: -(d - j)}, 0.0),
-                    ({nj: r, self.v("ma", g, j): 1.0, xo: -1.0, h: 1.0, co: 1.0, a: -1.0,
+                    ({**rings(j), self.v("ma", g, j): 1.0, xo: -1.0, h: 1.0, co: 1.0, a: -1.0,
                       rci: 1.0}, {nj: -(d - j)}, 0.0),
                     (cross_in, {nj: -j}, 0.0),
                     (cross_out, {nj: -j}, 0.0),
@@ -312,13 +333,11 @@ def _sparse(rows: list[dict], width: int):
 
 def port_class_bound(instance: Instance) -> float:
     """The port-class bound (module docstring) in seconds, valid in every ring scope; 0 when
-    two AllReduce groups share a node or there is nothing to send."""
+    there is nothing to send."""
     d, B = instance.degree, instance.link_bytes_per_s
     if instance.total_bytes() <= 0 or d < 1:
         return 0.0
     found = parts_of(instance)
-    if found is None:
-        return 0.0
     out, inn = instance.node_out_in_bytes()
     ideal = float(max(out.max(), inn.max())) / d  # c of the ideal switch, a bound itself
     system = _System(instance, *found, scale=ideal)  # bytes in units of `ideal`: rows O(1)
