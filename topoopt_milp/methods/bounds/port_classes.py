@@ -114,6 +114,7 @@ import itertools
 import numpy as np
 from scipy.optimize import linprog
 from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from ...core.instance import Instance
 from .bisect import last_failing
@@ -133,23 +134,18 @@ def parts_of(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
     any, the set of nodes in no group; ``R_v`` is the sum of ``e_g`` over the groups of ``v``
     (every ring successor of ``v`` is in its part, which is all the lemma asks)."""
     n = instance.n
-    root = list(range(n))
-
-    def find(v: int) -> int:
-        while root[v] != v:
-            root[v] = root[root[v]]
-            v = root[v]
-        return v
-
     ring = np.zeros(n)
     grouped = np.zeros(n, dtype=bool)
+    tails, heads = [], []
     for g in instance.allreduce:
         members = list(g.members)
         ring[members] += g.edge_bytes
         grouped[members] = True
-        for v in members[1:]:
-            root[find(v)] = find(members[0])
-    label = np.array([find(v) if grouped[v] else n for v in range(n)])
+        tails += members[:-1]
+        heads += members[1:]
+    graph = coo_matrix((np.ones(len(tails)), (tails, heads)), shape=(n, n))
+    label = connected_components(graph, directed=False)[1]
+    label[~grouped] = n  # the nodes in no group: one part of their own
     return np.unique(label, return_inverse=True)[1].astype(np.int64), ring
 
 
