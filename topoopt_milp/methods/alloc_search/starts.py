@@ -73,7 +73,8 @@ FIRST = ("totientperms-lp", "totientperms", "topologyfinder", "group-rings")
 # decides (a variant that builds a topology met before is dropped)
 VARIANTS = {"group-split": (("jumps", {"pattern": "jumps"}), ("random", {"pattern": "random"}),
                             ("load", {"pattern": "jumps", "port_rule": "load"}),
-                            ("cycle", {"pattern": "jumps", "cross": "cycle"}))}
+                            ("cycle", {"pattern": "jumps", "cross": "cycle"}),
+                            ("tour", {"pattern": "jumps", "cross": "tour", "layout": "nested"}))}
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,11 @@ Construction.
    of their patterns, and an MP pair that is not linked directly reaches a linked one in
    one hop on either side.
 
+   With ``--layout nested`` and nested member sets (:mod:`.laminar`), only the maximal
+   sets lay a pattern, over an order of their members in which every set inside is
+   contiguous; an inner set takes no ports and its ring is its members in that order, one
+   hop along the outer ring but for its closing edge.
+
    The *random* pattern (``--pattern random``, :func:`random_pattern`) lays edge-disjoint
    random Hamiltonian cycles instead (and a random perfect matching for an odd share),
    drawn once per set size, so the alignment is kept, and shortens their distances by
@@ -65,6 +70,11 @@ Construction.
    too, so that the sets relay each other's ring bytes); the ports left go to MP links.
    An odd ring share's matching is then ``i <-> i + k/2 + h`` for each ``h`` of
    ``HALVES`` in turn (``--matching-jump`` fixes it), and the method's own routing picks.
+   With ``--cross tour`` the free ports first go to Hamiltonian cycles along heavy MP pairs
+   (:func:`.cross_links.tour_links`). Nested layout and tours together, on candle-n128-d4
+   (16-node blocks of MP chains, nested groups; two ring ports): 0.8428 s under the route
+   LP with free ring split, against 0.8787 s for the sorted layout and the MP rule and
+   0.8651 s for the best solution known before (alloc-search).
 3. **Ring orders**: per member set, the one-hop Hamiltonian cycles of its pattern (its
    circulant orders, ``ring_tours`` 2-opt tours, :func:`topoopt_milp.core.tours.tour`, and
    for an odd share those :func:`topoopt_milp.core.tours.hamiltonian_cycles` finds)
@@ -80,14 +90,13 @@ Own routing: shortest paths. A heuristic: no bound.
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import gcd
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment, linprog
+from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
@@ -99,8 +108,10 @@ from ...core.routing import route
 from ...core.spec import MethodSpec
 from ...core.topology import Ring, Topology
 from ...core.tours import canonical, hamiltonian_cycles, tour, tour_hops
+from .cross_links import cycle_links, mp_links, tour_links
 from .cycle_descent import shorten, union
 from .group_rings import mp_share, primary_sets
+from .laminar import nested_layout
 from .support import (
     RoutingParams,
     connect_components,
@@ -115,7 +126,9 @@ from .totient import _apportion, _local_links, merged_groups, totient_jumps
 Key = tuple[int, ...]
 PATTERNS = ("jumps", "random", "best")
 PORT_RULES = ("uniform", "load")
-CROSS_RULES = ("mp", "cycle")
+CROSS_RULES = ("mp", "cycle", "tour")
+LAYOUTS = ("sorted", "nested")
+CROSS_NAMES = {"mp": "MP", "cycle": "cycle and MP", "tour": "tour and MP"}  # the message
 HALVES = (0, -1, 1, -3)  # the cycle rule's matchings i <-> i + k / 2 + h tried (solve)
 HAM_PER_MEMBER = 8  # Hamiltonian cycles per member of an odd-share pattern (pattern_cycles)
 DRAWS = 50  # random draws of one cycle (or matching) before a pattern falls back to jumps
@@ -140,7 +153,13 @@ class GroupSplitParams(RoutingParams):
                             "(mp), or the sets in a cycle ordered by MP, each set's free "
                             "ports split between its two neighbours (cycle: the last "
                             "pipeline stage joins the first; the sets relay each other's "
-                            "ring bytes).", choices=CROSS_RULES)
+                            "ring bytes), or the nodes along Hamiltonian cycles of heavy MP "
+                            "pairs while two ports are free (tour).", choices=CROSS_RULES)
+    layout: str = knob("sorted", "group-split: order of a member set's positions in its ring "
+                                 "pattern: sorted members, or with the sets inside it "
+                                 "contiguous (nested: for nested groups, whose rings then "
+                                 "ride the outer set's ring and take no ports of their own).",
+                       choices=LAYOUTS)
     matching_jump: int = knob(0, "group-split: with an odd ring share, the matching i <-> i + "
                                  "j (even i; j = k/2: i < k/2) of the pattern (0: with "
                                  "--cross cycle the ones near k/2, best by the own routing, "
@@ -148,11 +167,15 @@ class GroupSplitParams(RoutingParams):
                               minimum=0)
 
 
-def ring_ports(instance: Instance, ports: int = 0) -> int:
-    """The ring ports ``a`` of step 1 (``ports``, when positive, capped at ``d``)."""
+def ring_ports(instance: Instance, ports: int = 0, cross: str = "mp") -> int:
+    """The ring ports ``a`` of step 1 (``ports``, when positive, capped at ``d``); the tour
+    rule keeps two ports for its tours (``a <= d - 2``): with the rule's three ring ports on
+    candle-n128-d4 there is no tour and the route LP gives 1.064 s, with two 0.834 s."""
     d = instance.degree
     if ports > 0:
         return min(ports, d)
+    if cross == "tour" and d >= 3:
+        return min(ring_ports(instance), d - 2)
     primary = primary_sets(instance)
     crossing = any(b > 0 and primary[s] != primary[t] for s, t, b in instance.mp)
     if not crossing or d < 3:
@@ -184,97 +207,6 @@ def load_ports(instance: Instance, merged: dict[Key, list[int]], weight: dict[Ke
     return {key: int(min(a, max(1, round(d * weight[key] / busiest)))) for key in merged}
 
 
-def mp_links(instance: Instance, L: np.ndarray, primary: np.ndarray) -> int:
-    """Step 2 in place on ``L`` (up to ``d`` ports per node): the MP links; returns how many."""
-    d = instance.degree
-    W: dict[tuple[int, int], float] = {}
-    for s, t, b in instance.mp:
-        if b > 0 and s != t:
-            key = (min(s, t), max(s, t))
-            W[key] = W.get(key, 0.0) + b
-    free = d - L.sum(axis=1)
-    made: dict[tuple[int, int], int] = {}
-    heap = [(-w, u, v, 0) for (u, v), w in W.items()]
-    heapq.heapify(heap)
-    links = 0
-    while heap:
-        _, u, v, seen = heapq.heappop(heap)
-        if free[u] <= 0 or free[v] <= 0 or L[u, v]:
-            continue
-        pair = (min(primary[u], primary[v]), max(primary[u], primary[v]))
-        c = made.get(pair, 0)
-        if c != seen:  # stale priority: push back with the current divisor
-            heapq.heappush(heap, (-W[(u, v)] / (1 + c) ** 2, u, v, c))
-            continue
-        L[u, v] += 1
-        L[v, u] += 1
-        free[u] -= 1
-        free[v] -= 1
-        made[pair] = c + 1
-        links += 1
-    return links
-
-
-def cycle_links(instance: Instance, L: np.ndarray, primary: np.ndarray) -> int:
-    """Step 2 with ``cross = "cycle"``, in place on ``L``: the member sets (``primary``: a
-    node's heaviest) in a cycle, from the set with the least MP (an end of a pipeline), each
-    next the unvisited set it shares the most MP bytes with; about half of each set's free
-    ports are linked to each of its two neighbours in the cycle, among the free nodes of two
-    neighbouring sets the pairs with the most MP bytes between them (an assignment), so
-    pipeline partners are linked directly where their stages meet. Returns how many links.
-
-    Why. With the MP rule (:func:`mp_links`) the links between the sets follow the MP, so
-    on a pipeline the last stage and the first are joined only through the middle ones;
-    the cycle joins them too, and a set's ring bytes can detour through the two sets next
-    to it, using their spare capacity. On GPT-3 (stage groups, the first stage's ring the
-    heaviest), with the route LP over the sets' one-hop Hamiltonian cycles and tours (free
-    split): gpt3-1.3b at n = 32 / 64 / 128 0.0746 / 0.0789 / 0.0819 s against 0.0780 /
-    0.0833 / 0.0859 s for the best solutions known before, gpt3-13b at n = 64 / 128 0.3899 /
-    0.4131 s against 0.4028 / 0.4218 s (certify, T = 600 s, the start itself was the best
-    solution: results/certify-d4-cycle.md)."""
-    d = instance.degree
-    sets = [int(x) for x in np.unique(primary[primary >= 0])]
-    if len(sets) < 2:
-        return 0
-    mp = instance.mp_matrix()
-    mp = mp + mp.T
-    members = [np.flatnonzero(primary == x) for x in sets]
-    W = np.array([[mp[np.ix_(a, b)].sum() for b in members] for a in members])
-    np.fill_diagonal(W, -1.0)
-    order = [int(np.argmin(W.sum(axis=1)))]  # an end of a pipeline of stages
-    left = set(range(len(sets))) - set(order)
-    while left:
-        order.append(max(sorted(left), key=lambda h: W[order[-1], h]))
-        left.discard(order[-1])
-    free = d - L.sum(axis=1)
-    total = [int(free[m].sum()) for m in members]
-    q = len(order)
-    links = 0
-    for i in range(q if q > 2 else 1):
-        g, h = order[i], order[(i + 1) % q]
-        rest_g, rest_h = int(free[members[g]].sum()), int(free[members[h]].sum())
-        if q == 2:  # two sets: every free port across
-            want = min(rest_g, rest_h)
-        elif i == 0:  # half forward, half kept for the closing link
-            want = -(-total[g] // 2)
-        elif i < q - 1:  # what is left forward, keeping half of h's ports for its next
-            want = min(rest_g, rest_h - total[h] // 2)
-        else:  # the closing link: what is left
-            want = rest_g
-        A = np.repeat(members[g], np.maximum(free[members[g]], 0))
-        B = np.repeat(members[h], np.maximum(free[members[h]], 0))
-        if not len(A) or not len(B) or want <= 0:
-            continue
-        r, c = linear_sum_assignment(-mp[np.ix_(A, B)])
-        for j in np.argsort(-mp[A[r], B[c]], kind="stable")[:want]:
-            u, v = int(A[r[j]]), int(B[c[j]])
-            if free[u] > 0 and free[v] > 0 and not L[u, v]:
-                L[u, v] += 1
-                L[v, u] += 1
-                free[u] -= 1
-                free[v] -= 1
-                links += 1
-    return links
 
 
 def pattern(k: int, ports: int, jump: int = 0) -> np.ndarray:
@@ -431,27 +363,31 @@ def _undirected(order: tuple[int, ...]) -> tuple[int, ...]:
 
 def group_split_links(instance: Instance, ports: int = 0, tours: int = 12, seed: int = 0,
                       kind: str = "jumps", rule: str = "uniform", cross: str = "mp",
-                      jump: int = 0, half: int | None = None
+                      jump: int = 0, half: int | None = None, layout: str = "sorted"
                       ) -> tuple[np.ndarray, list[Ring], int, int]:
     """The construction of the module docstring with ring patterns of ``kind`` (``jumps`` or
     ``random``; ``jump``: :func:`pattern`'s, or with ``half`` for a set of ``k`` members
     ``k / 2 + half``), ring ports by ``rule`` (``uniform``:
     ``ring_ports`` for every set, or ``load``: :func:`load_ports`) and links between the
-    sets by ``cross`` (``mp``: :func:`mp_links`; ``cycle``: :func:`cycle_links`, then
-    :func:`mp_links` on the ports left): ``(L, rings, ring ports, links between sets)``."""
+    sets by ``cross`` (``mp``: :func:`mp_links`; ``cycle``: :func:`cycle_links` or ``tour``:
+    :func:`tour_links`, then :func:`mp_links` on the ports left), positions by ``layout``
+    (``nested``: :func:`.laminar.nested_layout`, where the sets are nested):
+    ``(L, rings, ring ports, links between sets)``."""
     if kind not in PATTERNS[:2]:
         raise ValueError(f"pattern: {kind!r} is not one of {', '.join(PATTERNS[:2])}")
     if rule not in PORT_RULES:
         raise ValueError(f"port_rule: {rule!r} is not one of {', '.join(PORT_RULES)}")
     if cross not in CROSS_RULES:
         raise ValueError(f"cross: {cross!r} is not one of {', '.join(CROSS_RULES)}")
-    a = ring_ports(instance, ports)
-    L, rings, made = _build(instance, a, kind, tours, seed, rule, cross, jump, half)
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout: {layout!r} is not one of {', '.join(LAYOUTS)}")
+    a = ring_ports(instance, ports, cross)
+    L, rings, made = _build(instance, a, kind, tours, seed, rule, cross, jump, half, layout)
     return L, rings, a, made
 
 
 def _build(instance: Instance, a: int, kind: str, tours: int, seed: int, rule: str,
-           cross: str = "mp", jump: int = 0, half: int | None = None
+           cross: str = "mp", jump: int = 0, half: int | None = None, layout: str = "sorted"
            ) -> tuple[np.ndarray, list[Ring], int]:
     """Steps 1-3 with ``a`` ring ports and patterns of ``kind``: ``(L, rings, MP links)``. A
     random pattern is drawn once per (set size, ports), so sets of one size keep the
@@ -459,25 +395,35 @@ def _build(instance: Instance, a: int, kind: str, tours: int, seed: int, rule: s
     n, d = instance.n, instance.degree
     L = np.zeros((n, n), dtype=np.int64)
     merged, weight, idle = merged_groups(instance)
-    alloc = (rule == "load" and load_ports(instance, merged, weight, a)) or (
-        _apportion(n, merged, weight, a, False) if merged else {})
+    nest = nested_layout(merged) if layout == "nested" else None
+    place, outer = nest if nest is not None else ({key: key for key in merged}, {})
+    laid = {key: merged[key] for key in place}  # the sets with a pattern of their own
+    alloc = (rule == "load" and load_ports(instance, laid, weight, a)) or (
+        _apportion(n, laid, weight, a, False) if laid else {})
     rng = np.random.default_rng(seed)
     drawn: dict[tuple[int, int], tuple[np.ndarray, list[tuple[int, ...]]] | None] = {}
     cycles: dict[Key, list[tuple[int, ...]]] = {}
     found: dict[tuple[int, int], list[tuple[int, ...]]] = {}
-    for key in merged:
+    for key, pos in place.items():
         k, ports = len(key), alloc[key]
         if kind == "random" and (k, ports) not in drawn:
             drawn[k, ports] = random_pattern(k, ports, rng)
         j = jump if half is None else k // 2 + half
         P, known = drawn.get((k, ports)) or (pattern(k, ports, j), [])
-        idx = np.asarray(key)
+        idx = np.asarray(pos)
         L[np.ix_(idx, idx)] += P
         if (k, ports) not in found:  # one pattern per (size, ports): its cycles once
             found[k, ports] = pattern_cycles(P, tours, rng, known)
-        cycles[key] = [tuple(key[i] for i in o) for o in found[k, ports]]
+        cycles[key] = [tuple(pos[i] for i in o) for o in found[k, ports]]
+    for key, top in outer.items():  # a nested set: its members in its outer set's order
+        rank = {v: i for i, v in enumerate(place[top])}
+        cycles[key] = [tuple(sorted(key, key=rank.__getitem__))]
     primary = primary_sets(instance)
-    made = cycle_links(instance, L, primary) if cross == "cycle" else 0
+    made = 0
+    if cross == "cycle":
+        made = cycle_links(instance, L, primary)
+    elif cross == "tour":
+        made = tour_links(instance, L, rng)
     made += mp_links(instance, L, primary)
     if instance.regular:
         fill_free_ports(L, d)
@@ -510,7 +456,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
         for half in halves if kind == "jumps" else (None,):
             L, rings, a, made = group_split_links(instance, p.ring_ports, p.ring_tours,
                                                   options.seed, kind, p.port_rule, p.cross,
-                                                  p.matching_jump, half)
+                                                  p.matching_jump, half, p.layout)
             if L.tobytes() in built:
                 continue
             built.add(L.tobytes())
@@ -520,7 +466,7 @@ def solve(instance: Instance, options: SolveOptions) -> SolveResult:
             match = "" if half is None else f", matching k/2{half:+d}" if half else ", matching k/2"
             res = heuristic_result("group-split", instance, topo, routed, options, started,
                                    f"{kind} pattern{match}, {ports} ring port(s) per node, "
-                                   f"{made} {'cycle and MP' if p.cross == 'cycle' else 'MP'} "
+                                   f"{made} {CROSS_NAMES[p.cross]} "
                                    f"link(s)")
             if best is None or (res.objective is not None and (
                     best.objective is None or res.objective < best.objective)):
