@@ -218,7 +218,7 @@ FULL = (
                          for mp in ("05", "15", "30", "50")),
           ("alloc-search",), time_limit=600, settings={"rings": "tours"}),
     # the search at 600 s with group-split's nested layout and MP tours among its starts
-    # (group-split:tour), on the d = 4 coopt instances with nested data-parallel groups and a
+    # (group-split:tour and :tour-nested), on the d = 4 coopt instances with nested data-parallel groups and a
     # certified gap above 2% (candle-n128-d4: the start alone 0.834 s under the route LP,
     # against 0.865 s for the store's best; benchmarks/bench_nested_tour.py)
     Sweep("coopt", tuple(f"coopt/{m}-d4.json" for m in ("candle-n32", "candle-n64", "candle-n128",

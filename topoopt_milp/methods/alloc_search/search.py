@@ -67,8 +67,8 @@ features (its rings) keep every gap honest.
 With ``rings = tours`` the starts are routed in alloc-milp's space as above (a start whose
 own rings lie outside it also with its own orders and tours, step ``start:NAME:own-rings``;
 group-split runs once per ring pattern, port rule and cross rule, ``NAME`` =
-``group-split:jumps``, ``:random``, ``:load``, ``:cycle`` and ``:tour`` (nested layout and MP
-tours), :data:`.starts.VARIANTS`), and
+``group-split:jumps``, ``:random``, ``:load``, ``:cycle``, ``:tour`` and ``:tour-nested`` (MP
+tours, the nested layout), :data:`.starts.VARIANTS`), and
 every later re-routing (the best start's own topology first, step ``tours``) offers the
 route LP, besides the TotientPerms orders, tours of each group along the candidate
 topology's links (:mod:`.tours`) and the ring orders of the solution it moves from (a swap

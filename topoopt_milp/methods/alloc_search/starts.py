@@ -70,11 +70,15 @@ FIRST = ("totientperms-lp", "totientperms", "topologyfinder", "group-rings")
 # starts run once per knob set: group-split's own choice between its ring patterns ranks
 # them under its shortest-path routing, which on bert-n128-d4 keeps the random pattern
 # (0.0177 s under the route LP) over the jumps (0.0155 s); as separate starts, the search's LP
-# decides (a variant that builds a topology met before is dropped)
+# decides (a variant that builds a topology met before is dropped). The tour rule with each
+# layout: sorted is the better start on candle-n32/n64-d4 and dlrm-n64-d4, nested on
+# candle-n128-d4 and dlrm-n128-d4 (benchmarks/bench_nested_tour.py)
 VARIANTS = {"group-split": (("jumps", {"pattern": "jumps"}), ("random", {"pattern": "random"}),
                             ("load", {"pattern": "jumps", "port_rule": "load"}),
                             ("cycle", {"pattern": "jumps", "cross": "cycle"}),
-                            ("tour", {"pattern": "jumps", "cross": "tour", "layout": "nested"}))}
+                            ("tour", {"pattern": "jumps", "cross": "tour"}),
+                            ("tour-nested", {"pattern": "jumps", "cross": "tour",
+                                             "layout": "nested"}))}
 
 
 @dataclass(frozen=True)
