@@ -417,7 +417,7 @@ def _build(instance: Instance, a: int, kind: str, tours: int, seed: int, rule: s
         cycles[key] = [tuple(pos[i] for i in o) for o in found[k, ports]]
     for key, top in outer.items():  # a nested set: its members in its outer set's order
         rank = {v: i for i, v in enumerate(place[top])}
-        cycles[key] = [tuple(sorted(key, key=rank.__getitem__))]
+        cycles[key] = [_undirected(tuple(sorted(key, key=rank.__getitem__)))]
     primary = primary_sets(instance)
     made = 0
     if cross == "cycle":
