@@ -120,9 +120,10 @@ def tour_links(instance: Instance, L: np.ndarray, rng: np.random.Generator) -> i
     Why a tour and not the heaviest pairs: the MP of pipeline-times-data-parallel traffic is
     a chain along consecutive nodes with chords, and a 2-factor of the same MP weight may
     close it into two short cycles. On candle-n128-d4 (16-node blocks, nested data-parallel
-    groups on the rings' two ports) the route LP gives 0.842 s when each block's MP ports
-    form one cycle of 16 and 1.080 s when they form two of 8 (the same MP bytes one hop):
-    the long cycle links the residue classes, whose ring bytes detour through each other."""
+    groups on the rings' two ports) the route LP (the same ring orders, split evenly over
+    both directions) gives 0.842 s when each block's MP ports form one cycle of 16 and
+    1.080 s when they form two of 8 (the same MP bytes one hop): the long cycle links the
+    residue classes, whose ring bytes detour through each other."""
     d = instance.degree
     W = instance.mp_matrix()
     W = W + W.T

@@ -72,9 +72,10 @@ Construction.
    ``HALVES`` in turn (``--matching-jump`` fixes it), and the method's own routing picks.
    With ``--cross tour`` the free ports first go to Hamiltonian cycles along heavy MP pairs
    (:func:`.cross_links.tour_links`). Nested layout and tours together, on candle-n128-d4
-   (16-node blocks of MP chains, nested groups; two ring ports): 0.8428 s under the route
-   LP with free ring split, against 0.8787 s for the sorted layout and the MP rule and
-   0.8651 s for the best solution known before (alloc-search).
+   (16-node blocks of MP chains, nested groups; two ring ports): 0.8340 s under the route
+   LP with a free ring split, against 0.9701 s for the sorted layout and the MP rule, 0.8811
+   s for tours on the sorted layout and 0.8651 s for the best solution known before;
+   alloc-search from it reached 0.7956 s in 600 s (``results/bench-nested-tour.md``).
 3. **Ring orders**: per member set, the one-hop Hamiltonian cycles of its pattern (its
    circulant orders, ``ring_tours`` 2-opt tours, :func:`topoopt_milp.core.tours.tour`, and
    for an odd share those :func:`topoopt_milp.core.tours.hamiltonian_cycles` finds)
