@@ -35,11 +35,25 @@ def two_rings(seed: int, d: int):
     return make_instance(6, d, 100.0, allreduce=ar, mp=mp)
 
 
+def _size(rng: np.random.Generator) -> tuple[int, int]:
+    """5-7 nodes, degree 2 (3 too on an even count)."""
+    n = int(rng.choice([5, 6, 7]))
+    return n, 2 if n % 2 else int(rng.choice([2, 3]))
+
+
+def _random_mp(rng: np.random.Generator, n: int, most: int) -> list:
+    """Fewer than ``most`` random MP demands of 10-300 MB between distinct nodes."""
+    mp = []
+    for _ in range(int(rng.integers(1, most))):
+        s, t = rng.choice(n, 2, replace=False)
+        mp.append((int(s), int(t), float(rng.uniform(1e7, 3e8))))
+    return mp
+
+
 def three_parts(seed: int):
     """Groups of 2-4 members on 5-7 nodes, some nodes in no group, random MP."""
     rng = np.random.default_rng(seed)
-    n = int(rng.choice([5, 6, 7]))
-    d = 2 if n % 2 else int(rng.choice([2, 3]))
+    n, d = _size(rng)
     perm = [int(x) for x in rng.permutation(n)]
     ar, i = [], 0
     while n - i >= 2 and len(ar) < 3:
@@ -48,11 +62,7 @@ def three_parts(seed: int):
         i += k
         if rng.random() < 0.3:
             break
-    mp = []
-    for _ in range(int(rng.integers(1, 3 * n))):
-        s, t = rng.choice(n, 2, replace=False)
-        mp.append((int(s), int(t), float(rng.uniform(1e7, 3e8))))
-    return make_instance(n, d, 100.0, allreduce=ar, mp=mp)
+    return make_instance(n, d, 100.0, allreduce=ar, mp=_random_mp(rng, n, 3 * n))
 
 
 def nested_rings(seed: int):
@@ -60,8 +70,7 @@ def nested_rings(seed: int):
     ring over two of its members (a group nested in another, as in candle's data-parallel
     groups), random MP: the groups share nodes, so a part holds two rings."""
     rng = np.random.default_rng(seed)
-    n = int(rng.choice([5, 6, 7]))
-    d = 2 if n % 2 else int(rng.choice([2, 3]))
+    n, d = _size(rng)
     perm = [int(x) for x in rng.permutation(n)]
     ar, i = [], 0
     while n - i >= 2 and len(ar) < 4:
@@ -72,11 +81,7 @@ def nested_rings(seed: int):
             pair = rng.choice(part, 2, replace=False)
             ar.append((tuple(int(x) for x in pair), float(rng.uniform(5e7, 6e8))))
         i += k
-    mp = []
-    for _ in range(int(rng.integers(1, 2 * n))):
-        s, t = rng.choice(n, 2, replace=False)
-        mp.append((int(s), int(t), float(rng.uniform(1e7, 3e8))))
-    return make_instance(n, d, 100.0, allreduce=ar, mp=mp)
+    return make_instance(n, d, 100.0, allreduce=ar, mp=_random_mp(rng, n, 2 * n))
 
 
 FAST = ([lambda: cosets(6, 2, 3e8, 1e8, 5e7), lambda: cosets(6, 2, 4e8, 4e8, 5e7),
